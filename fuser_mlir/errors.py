@@ -1,0 +1,56 @@
+"""Every exception the package raises on purpose.
+
+All derive from :class:`FuserError`, so a caller can catch the package's errors
+with one ``except``. Messages name what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class FuserError(Exception):
+    """Base class of every error fuser-mlir raises on purpose."""
+
+
+class DialectError(FuserError):
+    """The fuser dialect definition could not be found or loaded."""
+
+
+class VerificationError(FuserError):
+    """Fuser IR broke an invariant that ``fuser-verify`` checks."""
+
+
+class PipelineError(FuserError):
+    """A pass pipeline failed or could not be parsed.
+
+    ``diagnostics`` holds the MLIR diagnostics, ``pipeline`` the exact pipeline
+    text, and ``reproducer`` the path of the saved input IR (when one was saved).
+    """
+
+    def __init__(self, message: str, *, pipeline: str = "", diagnostics: str = "", reproducer: str | None = None):
+        parts = [message]
+        if pipeline:
+            parts.append(f"pipeline: {pipeline}")
+        if diagnostics:
+            parts.append(diagnostics.rstrip())
+        if reproducer is not None:
+            parts.append(f"reproducer saved to {reproducer}")
+        super().__init__("\n".join(parts))
+        self.pipeline = pipeline
+        self.diagnostics = diagnostics
+        self.reproducer = reproducer
+
+
+class UnknownPassError(FuserError):
+    """A pipeline named a pass that neither fuser-mlir nor MLIR registers."""
+
+
+class DefinitionError(FuserError):
+    """A FusionDefinition was built wrongly (bad op arguments, ops outside ``with``)."""
+
+
+class InputError(FuserError):
+    """Arguments given to a compiled fusion do not match its definition."""
+
+
+class CompileError(PipelineError):
+    """Lowering a fusion to a target failed."""

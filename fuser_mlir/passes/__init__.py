@@ -1,0 +1,43 @@
+"""The registry of fuser-mlir's Python passes.
+
+Pipeline strings cannot name Python passes, so ``fuser-opt`` and the compiler
+look names up here first. Modules are imported lazily, on first use. For every
+entry, the registry key, the pass class's ``NAME``, the module name (``-`` to
+``_``, without the ``fuser-`` prefix) and the lit test file
+(``lit_tests/passes/<name without fuser->.mlir``) agree; ``test_registry.py``
+enforces it, and that the summary is the first line of the module docstring.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from fuser_mlir.passes.base import FuserPass
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    name: str
+    summary: str
+
+    @property
+    def module(self) -> str:
+        return "fuser_mlir.passes." + self.name.removeprefix("fuser-").replace("-", "_")
+
+
+_ENTRIES = [
+    PassEntry("fuser-verify", "Check the fuser-dialect invariants that IRDL cannot express."),
+]
+
+REGISTRY: dict[str, PassEntry] = {e.name: e for e in _ENTRIES}
+
+
+def pass_class(name: str) -> type[FuserPass]:
+    """The pass class registered as ``name`` (imports its module)."""
+    entry = REGISTRY[name]
+    module = importlib.import_module(entry.module)
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, FuserPass) and value.NAME == name:
+            return value
+    raise LookupError(f"module {entry.module} defines no pass named '{name}'")

@@ -1,0 +1,215 @@
+"""Pass pipelines that mix fuser-mlir's Python passes with upstream MLIR passes.
+
+A pipeline is MLIR's textual form, optionally wrapped in ``builtin.module(...)``:
+``fuser-verify,canonicalize,func.func(cse)``. Each top-level element whose
+name is in :data:`fuser_mlir.passes.REGISTRY` becomes a Python pass; named
+pipelines (:data:`PIPELINES`) expand in place; every other element is handed
+to MLIR as text. All diagnostics are collected; a failure raises
+:class:`~fuser_mlir.errors.PipelineError` carrying them and the pipeline text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fuser_mlir._mlir import PassManager, ir
+from fuser_mlir.errors import PipelineError, UnknownPassError
+from fuser_mlir.passes import REGISTRY, pass_class
+
+#: Named pipelines: ``fuser-<name>-pipeline`` -> pipeline text.
+PIPELINES: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Element:
+    """One top-level element of a pipeline: ``name{options}(nested)``."""
+
+    name: str
+    options: dict[str, str]
+    text: str
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep`` outside (), {} and quotes."""
+    parts, depth, quote, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quote = not quote
+        elif quote:
+            continue
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_options(text: str) -> dict[str, str]:
+    """``a=1 b=x,y c`` -> ``{"a": "1", "b": "x,y", "c": ""}`` (MLIR option syntax)."""
+    options = {}
+    for item in split_top_level(text, " "):
+        key, _, value = item.partition("=")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def parse_element(text: str) -> Element:
+    name_end = len(text)
+    for ch in "{(":
+        index = text.find(ch)
+        if index != -1:
+            name_end = min(name_end, index)
+    name = text[:name_end].strip()
+    options: dict[str, str] = {}
+    rest = text[name_end:]
+    if rest.startswith("{"):
+        close = rest.find("}")
+        if close == -1:
+            raise UnknownPassError(f"pipeline element '{text}' has an unclosed '{{'")
+        options = parse_options(rest[1:close])
+    return Element(name=name, options=options, text=text)
+
+
+def parse_pipeline(text: str) -> list[Element]:
+    """The top-level elements of ``text``, with named pipelines expanded."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    elements: list[Element] = []
+    for part in split_top_level(text):
+        element = parse_element(part)
+        if element.name in PIPELINES:
+            elements.extend(parse_pipeline(PIPELINES[element.name]))
+        else:
+            elements.append(element)
+    return elements
+
+
+def known_names() -> list[str]:
+    return sorted([*REGISTRY, *PIPELINES])
+
+
+def _unknown_pass(name: str, detail: str) -> UnknownPassError:
+    close = difflib.get_close_matches(name, known_names(), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    message = f"unknown pass or pipeline '{name}'{hint} (fuser-opt --list-passes lists fuser-mlir's passes)"
+    if detail:
+        message += f"\n{detail.strip()}"
+    return UnknownPassError(message)
+
+
+def _check_upstream(element: Element) -> None:
+    try:
+        PassManager.parse(f"builtin.module({element.text})")
+    except ValueError as err:
+        raise _unknown_pass(element.name, str(err)) from None
+
+
+def build_pass_manager(text: str, context: ir.Context) -> PassManager:
+    """A PassManager on ``builtin.module`` running ``text``; raises on unknown names."""
+    with context:
+        pm = PassManager("builtin.module")
+        upstream: list[str] = []
+
+        def flush() -> None:
+            if upstream:
+                pm.add(",".join(upstream))
+                upstream.clear()
+
+        for element in parse_pipeline(text):
+            if element.name not in REGISTRY:
+                _check_upstream(element)
+                upstream.append(element.text)
+                continue
+            flush()
+            cls = pass_class(element.name)
+            try:
+                instance = cls.from_options(element.options)
+            except ValueError as err:
+                raise UnknownPassError(str(err)) from None
+            pm.add(instance, name=cls.__name__, argument=cls.NAME, description=cls.SUMMARY)
+        flush()
+    return pm
+
+
+def format_diagnostic(diag, source_name: str | None = None) -> str:
+    """``file:line:col: error: message`` as mlir-opt prints it, with notes.
+
+    ``source_name`` replaces the ``-`` that MLIR uses for text parsed from a string.
+    """
+    severity = str(diag.severity).rsplit(".", 1)[-1].lower()
+    lines = [f"{format_location(diag.location, source_name)}: {severity}: {diag.message}"]
+    for note in diag.notes:
+        lines.append(format_diagnostic(note, source_name))
+    return "\n".join(lines)
+
+
+def format_location(loc: ir.Location, source_name: str | None = None) -> str:
+    if loc.is_a_file():
+        filename = source_name if source_name is not None and loc.filename == "-" else loc.filename
+        return f"{filename}:{loc.start_line}:{loc.start_col}"
+    if loc.is_a_name():
+        return format_location(loc.child_loc, source_name)
+    if loc.is_a_callsite():
+        return format_location(loc.callee, source_name)
+    if loc.is_a_fused() and loc.locations:
+        return format_location(loc.locations[0], source_name)
+    return "<unknown>:0"
+
+
+class DiagnosticCollector:
+    """Collects every diagnostic emitted in a Context while it is active."""
+
+    def __init__(self, context: ir.Context, echo: Callable[[str], None] | None = None, source_name: str | None = None):
+        self.context = context
+        self.source_name = source_name
+        self.messages: list[str] = []
+        self.errors = 0
+        self._echo = echo
+        self._handler = None
+
+    def __enter__(self) -> "DiagnosticCollector":
+        self._handler = self.context.attach_diagnostic_handler(self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handler.detach()
+
+    def _handle(self, diag) -> bool:
+        text = format_diagnostic(diag, self.source_name)
+        self.messages.append(text)
+        if "error" in str(diag.severity).lower():
+            self.errors += 1
+        if self._echo is not None:
+            self._echo(text)
+        return True
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.messages)
+
+
+def run_pipeline(
+    module: ir.Module, text: str, *, print_ir_after_all: bool = False, source_name: str | None = None
+) -> None:
+    """Run ``text`` on ``module`` in place; raise PipelineError with the diagnostics."""
+    context = module.context
+    pm = build_pass_manager(text, context)
+    if print_ir_after_all:
+        pm.enable_ir_printing(print_after_all=True)
+    with DiagnosticCollector(context, source_name=source_name) as diags:
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as err:
+            # The bindings route the run's diagnostics into the exception.
+            reported = [format_diagnostic(d, source_name) for d in err.error_diagnostics]
+            detail = "\n".join([*diags.messages, *reported]) or str(err)
+            raise PipelineError("pass pipeline failed", pipeline=text, diagnostics=detail) from None
+    if diags.errors:
+        raise PipelineError("pass pipeline failed", pipeline=text, diagnostics=diags.text)

@@ -1,0 +1,196 @@
+"""``fuser-opt``: an mlir-opt-style driver for fuser IR.
+
+Flag names follow mlir-opt: ``-p/--pass-pipeline``, ``--split-input-file``,
+``--verify-diagnostics``, ``--mlir-print-ir-after-all``,
+``--mlir-print-op-generic``, ``--list-passes``, ``--show-dialects``, ``-o``.
+Exit status: 0 on success, 1 when parsing or the pipeline failed (the
+diagnostics go to stderr), 2 on usage errors (an unknown pass among them).
+``--verify-diagnostics`` prints the diagnostics to stdout and exits 0, so lit
+tests can match them with FileCheck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from fuser_mlir import __version__
+from fuser_mlir._mlir import ir, mlir_version
+from fuser_mlir.dialect import make_context
+from fuser_mlir.errors import PipelineError, UnknownPassError
+from fuser_mlir.passes import REGISTRY
+from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, run_pipeline
+
+SPLIT_MARKER = "// -----"
+
+
+def split_input(text: str) -> list[str]:
+    """Split at ``// -----`` lines, padding each chunk with newlines so that
+    diagnostics keep the line numbers of the whole file."""
+    chunks, current, start_line = [], [], 0
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        if line.strip() == SPLIT_MARKER:
+            chunks.append("\n" * start_line + "".join(current))
+            current, start_line = [], number + 1
+            continue
+        current.append(line)
+    chunks.append("\n" * start_line + "".join(current))
+    return chunks
+
+
+class FuserOptMain:
+    """Parses arguments, runs each input chunk through the pipeline, prints."""
+
+    def __init__(self, argv: list[str] | None = None):
+        self.args = self.parser().parse_args(argv)
+        self.failed = False
+
+    @staticmethod
+    def parser() -> argparse.ArgumentParser:
+        p = argparse.ArgumentParser(prog="fuser-opt", description="Run pass pipelines on fuser IR (an mlir-opt for fuser-mlir).")
+        p.add_argument("input", nargs="?", default="-", help="input file ('-' or absent: stdin)")
+        p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+        p.add_argument("-p", "--pass-pipeline", default="", help="pipeline, e.g. 'fuser-verify,canonicalize' or 'builtin.module(...)'")
+        p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
+        p.add_argument("--verify-diagnostics", action="store_true", help="print diagnostics to stdout and exit 0")
+        p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+        p.add_argument("--mlir-print-op-generic", action="store_true", help="print ops in generic form")
+        p.add_argument("--list-passes", action="store_true", help="list fuser-mlir's passes and pipelines")
+        p.add_argument("--show-dialects", action="store_true", help="list the dialects a fuser-opt context knows")
+        p.add_argument("--version", action="version", version=f"fuser-opt {__version__} (MLIR bindings {mlir_version()})")
+        return p
+
+    def run(self) -> int:
+        if self.args.list_passes:
+            return self.list_passes()
+        if self.args.show_dialects:
+            return self.show_dialects()
+        text = self.read_input()
+        chunks = split_input(text) if self.args.split_input_file else [text]
+        out = sys.stdout if self.args.output == "-" else open(self.args.output, "w")
+        try:
+            printed = 0
+            for chunk in chunks:
+                text = self.process(chunk)
+                if text is None:
+                    continue
+                if printed:
+                    print(SPLIT_MARKER, file=out)
+                print(text, file=out, flush=True)
+                printed += 1
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        if self.failed and not self.args.verify_diagnostics:
+            return 1
+        return 0
+
+    def read_input(self) -> str:
+        if self.args.input == "-":
+            return sys.stdin.read()
+        try:
+            with open(self.args.input) as f:
+                return f.read()
+        except OSError as err:
+            self.usage_error(f"cannot read input file '{self.args.input}': {err.strerror}")
+        return ""  # unreachable
+
+    def source_name(self) -> str:
+        return "<stdin>" if self.args.input == "-" else self.args.input
+
+    def process(self, chunk: str) -> str | None:
+        """Parse and run one chunk; the printed IR, or None when it failed."""
+        context = make_context()
+        echo = _echo_stdout if self.args.verify_diagnostics else _echo_stderr
+        with context, ir.Location.unknown():
+            with DiagnosticCollector(context, echo=echo, source_name=self.source_name()):
+                try:
+                    module = ir.Module.parse(chunk)
+                except ir.MLIRError:
+                    self.failed = True
+                    return None
+            try:
+                if self.args.pass_pipeline:
+                    run_pipeline(
+                        module,
+                        self.args.pass_pipeline,
+                        print_ir_after_all=self.args.mlir_print_ir_after_all,
+                        source_name=self.source_name(),
+                    )
+            except UnknownPassError as err:
+                self.usage_error(str(err))
+            except PipelineError as err:
+                self.failed = True
+                echo(err.diagnostics)
+                return None
+            return module.operation.get_asm(print_generic_op_form=self.args.mlir_print_op_generic).rstrip("\n")
+
+    def list_passes(self) -> int:
+        print("Passes:")
+        for name, entry in sorted(REGISTRY.items()):
+            print(f"  {name:<36} {entry.summary}")
+        print("Pipelines:")
+        for name, text in sorted(PIPELINES.items()):
+            print(f"  {name:<36} {text}")
+        print("Any upstream MLIR pass name is accepted as well (e.g. canonicalize, cse).")
+        return 0
+
+    def show_dialects(self) -> int:
+        context = make_context()
+        for name in sorted(_dialect_names(context)):
+            print(name)
+        return 0
+
+    @staticmethod
+    def usage_error(message: str) -> None:
+        print(f"fuser-opt: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _dialect_names(context: ir.Context) -> list[str]:
+    """The dialects registered in ``context`` plus the loaded fuser dialect."""
+    names = {"fuser"}
+    with context:
+        module = ir.Module.parse("module {}")
+        del module
+    # The bindings have no registry listing; probe the names the package uses.
+    for name in ("arith", "builtin", "bufferization", "cf", "func", "gpu", "irdl", "linalg", "llvm", "math",
+                 "memref", "nvvm", "scf", "tensor", "vector"):
+        if context.is_registered_operation(f"{name}.{_PROBE_OPS.get(name, 'constant')}"):
+            names.add(name)
+    return sorted(names)
+
+
+_PROBE_OPS = {
+    "builtin": "module",
+    "bufferization": "alloc_tensor",
+    "cf": "br",
+    "func": "func",
+    "gpu": "launch",
+    "irdl": "dialect",
+    "linalg": "generic",
+    "llvm": "return",
+    "math": "exp",
+    "memref": "alloc",
+    "nvvm": "barrier0",
+    "scf": "for",
+    "tensor": "empty",
+    "vector": "broadcast",
+}
+
+
+def _echo_stdout(text: str) -> None:
+    print(text, flush=True)
+
+
+def _echo_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return FuserOptMain(argv).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

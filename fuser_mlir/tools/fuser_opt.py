@@ -20,7 +20,7 @@ from fuser_mlir._mlir import ir, mlir_version
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import PipelineError, UnknownPassError
 from fuser_mlir.passes import REGISTRY
-from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, run_pipeline
+from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, format_diagnostic, run_pipeline
 
 SPLIT_MARKER = "// -----"
 
@@ -107,7 +107,11 @@ class FuserOptMain:
             with DiagnosticCollector(context, echo=echo, source_name=self.source_name()):
                 try:
                     module = ir.Module.parse(chunk)
-                except ir.MLIRError:
+                except ir.MLIRError as err:
+                    # The bindings route parse diagnostics into the exception,
+                    # not to the context's handlers.
+                    for diag in err.error_diagnostics:
+                        echo(format_diagnostic(diag, self.source_name()))
                     self.failed = True
                     return None
             try:

@@ -1,0 +1,191 @@
+"""FusionExecutorCache: compile once per input signature, then run.
+
+``FusionExecutorCache(fd).run(inputs, outputs=None)`` validates the arguments
+against the definition (before anything runs or is written), builds the cache
+key, compiles on a miss, and runs the compiled fusion.
+
+The key holds everything that changes the compiled code: the backend, and for
+every tensor input its dtype, rank, stride order, contiguity and size-1
+(broadcast) dims; scalar dtypes; and which outputs the caller gives, with their
+dtype, stride order and contiguity. Sizes are symbolic: new sizes never
+recompile, and are checked against the definition at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fuser_mlir.errors import InputError
+from fuser_mlir.runtime.plan import MemoryStats
+
+
+@dataclass
+class CacheStats:
+    """What the cache did: one compilation per miss."""
+
+    compilations: int = 0
+    hits: int = 0
+    misses: int = 0
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a NumPy array of dtype {value.dtype} and shape {list(value.shape)}"
+    return f"{type(value).__module__}.{type(value).__qualname__} {value!r}"[:120]
+
+
+def stride_order(array: np.ndarray) -> tuple[int, ...]:
+    """nvFuser's stride order: entry d is the rank of dim d's stride, 0 = fastest."""
+    order = sorted(range(array.ndim), key=lambda d: (abs(array.strides[d]), d))
+    ranks = [0] * array.ndim
+    for rank, dim in enumerate(order):
+        ranks[dim] = rank
+    return tuple(ranks)
+
+
+def contiguity(array: np.ndarray) -> tuple[bool | None, ...]:
+    """Per dim: None for a size-1 dim, else whether the dim is dense in memory
+    given the dims that are faster than it (nvFuser's contiguity)."""
+    flags: list[bool | None] = [None] * array.ndim
+    order = sorted(range(array.ndim), key=lambda d: (abs(array.strides[d]), d))
+    expected = array.itemsize
+    for dim in order:
+        if array.shape[dim] == 1:
+            continue
+        flags[dim] = array.strides[dim] == expected
+        expected = abs(array.strides[dim]) * array.shape[dim]
+    return tuple(flags)
+
+
+def tensor_signature(array: np.ndarray) -> tuple:
+    """The part of the cache key one tensor contributes."""
+    broadcast = tuple(d for d, s in enumerate(array.shape) if s == 1)
+    return (str(array.dtype), array.ndim, stride_order(array), contiguity(array), broadcast)
+
+
+def _check_tensor(spec, index: int, value: object) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        if np.isscalar(value):
+            raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass a NumPy array")
+        raise InputError(f"input {index} must be a NumPy array of dtype {spec.dtype.numpy}, got {_describe(value)}")
+    if value.dtype != spec.dtype.numpy:
+        raise InputError(
+            f"input {index} has dtype {value.dtype}, but the definition declares {spec.dtype.name} ({spec.dtype.numpy}); "
+            f"convert it with .astype({spec.dtype.numpy})"
+        )
+    if value.ndim != len(spec.shape):
+        raise InputError(f"input {index} has rank {value.ndim} (shape {list(value.shape)}), but the definition declares rank {len(spec.shape)} (shape {list(spec.shape)})")
+    for dim, (declared, actual) in enumerate(zip(spec.shape, value.shape)):
+        if declared == -1 or declared == actual:
+            continue
+        what = "a broadcast dim of size 1" if declared == 1 else f"size {declared}"
+        raise InputError(f"input {index} dim {dim} has size {actual}, but the definition declares {what}")
+    flags = contiguity(value)
+    for dim, declared in enumerate(spec.contiguity or ()):
+        if declared and flags[dim] is False:
+            raise InputError(
+                f"input {index} is not contiguous in dim {dim} (shape {list(value.shape)}, strides {list(value.strides)}), "
+                f"but the definition declares contiguity True there; pass numpy.ascontiguousarray(x) or declare contiguity False"
+            )
+    return value
+
+
+def _check_scalar(spec, index: int, value: object) -> object:
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got {_describe(value)}; pass a Python number")
+    if not isinstance(value, (int, float, bool, np.generic, np.ndarray)):
+        raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got {_describe(value)}; pass a Python number")
+    if spec.dtype.is_float:
+        return float(value)
+    if spec.dtype.name == "Bool":
+        return bool(value)
+    as_float = float(value)
+    if not as_float.is_integer():
+        raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but got {value!r}; pass an int")
+    return int(value)
+
+
+def check_sizes(size_classes: Sequence[set], inputs: Sequence[object]) -> None:
+    """Raise InputError if sizes bound to one symbol differ."""
+    for group in size_classes:
+        members = sorted(group)
+        first_input, first_dim = members[0]
+        first = inputs[first_input].shape[first_dim]
+        for input_index, dim in members[1:]:
+            size = inputs[input_index].shape[dim]
+            if size != first:
+                raise InputError(
+                    f"input {input_index} dim {dim} has size {size}, but input {first_input} dim {first_dim}, "
+                    f"bound to the same size, has {first}"
+                )
+
+
+def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
+    """Check ``inputs`` against the definition; return them normalised."""
+    specs = fusion.inputs
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"inputs must be a list with one value per fusion input, got {_describe(inputs)}")
+    if len(inputs) != len(specs):
+        tensors = sum(1 for s in specs if s.kind == "tensor")
+        raise InputError(
+            f"the fusion takes {len(specs)} inputs ({tensors} tensors, {len(specs) - tensors} scalars), got {len(inputs)}; "
+            "pass one value per define_tensor/define_scalar input, in definition order"
+        )
+    args = [
+        _check_tensor(spec, i, value) if spec.kind == "tensor" else _check_scalar(spec, i, value)
+        for i, (spec, value) in enumerate(zip(specs, inputs))
+    ]
+    check_sizes(fusion.size_classes, args)
+    return args
+
+
+class FusionExecutorCache:
+    """Compiles a FusionDefinition once per input signature and runs it."""
+
+    def __init__(self, fusion, *, device: str = "cpu"):
+        if device != "cpu":
+            raise InputError(f"device '{device}' is not available: this build runs fusions on 'cpu' only")
+        self.fusion = fusion
+        self.device = device
+        self.stats = CacheStats()
+        self.memory = MemoryStats()
+        self._compiled: dict[tuple, object] = {}
+
+    def key(self, args: Sequence[object], given: dict[int, np.ndarray]) -> tuple:
+        inputs = tuple(tensor_signature(a) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+        outputs = tuple((i, tensor_signature(b)) for i, b in sorted(given.items()))
+        return (self.device, inputs, outputs)
+
+    def compiled_for(self, inputs: Sequence[object], outputs=None):
+        """The CompiledFusion for these arguments (compiling on a miss)."""
+        from fuser_mlir.outputs import validate_outputs
+
+        args = validate_inputs(self.fusion, inputs)
+        given = validate_outputs(self.fusion, args, outputs)
+        return self._lookup(args, given), args, given
+
+    def _lookup(self, args, given):
+        from fuser_mlir.compiler import compile_fusion
+
+        key = self.key(args, given)
+        compiled = self._compiled.get(key)
+        if compiled is not None:
+            self.stats.hits += 1
+            return compiled
+        self.stats.misses += 1
+        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(_visible_count(self.fusion))), device=self.device)
+        self.stats.compilations += 1
+        self._compiled[key] = compiled
+        return compiled
+
+    def run(self, inputs: Sequence[object], outputs=None) -> list:
+        """Run the fusion; ``outputs`` is None or one buffer-or-None per visible output."""
+        compiled, args, given = self.compiled_for(inputs, outputs)
+        return compiled.execute(args, given, memory=self.memory)
+
+
+def _visible_count(fusion) -> int:
+    return sum(1 for o in fusion.outputs if o.visible)

@@ -11,6 +11,7 @@ to MLIR as text. All diagnostics are collected; a failure raises
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -91,12 +92,31 @@ def parse_pipeline(text: str) -> list[Element]:
     return elements
 
 
+#: Upstream passes (that run on ``builtin.module``) offered as close matches
+#: for a misspelt name; the bindings cannot list MLIR's registered passes.
+#: ``test_registry.py`` checks that each one parses.
+UPSTREAM_SUGGESTIONS = (
+    "arith-expand canonicalize control-flow-sink convert-arith-to-llvm convert-cf-to-llvm "
+    "convert-elementwise-to-linalg convert-func-to-llvm convert-index-to-llvm convert-linalg-to-loops "
+    "convert-linalg-to-parallel-loops convert-math-to-libm convert-math-to-llvm convert-nvvm-to-llvm "
+    "convert-parallel-loops-to-gpu convert-scf-to-cf convert-to-llvm convert-vector-to-llvm cse "
+    "empty-tensor-to-alloc-tensor expand-strided-metadata finalize-memref-to-llvm gpu-kernel-outlining "
+    "gpu-lower-to-nvvm-pipeline gpu-module-to-binary inline linalg-fuse-elementwise-ops "
+    "linalg-generalize-named-ops loop-invariant-code-motion lower-affine mem2reg nvvm-attach-target "
+    "one-shot-bufferize print-ir reconcile-unrealized-casts remove-dead-values sccp sroa strip-debuginfo "
+    "symbol-dce symbol-privatize topological-sort"
+).split()
+
+_NOT_REGISTERED = re.compile(r"'([^']*)' does not refer to a registered pass or pass pipeline")
+
+
 def known_names() -> list[str]:
     return sorted([*REGISTRY, *PIPELINES])
 
 
 def _unknown_pass(name: str, detail: str) -> UnknownPassError:
-    close = difflib.get_close_matches(name, known_names(), n=3, cutoff=0.5)
+    candidates = sorted({*known_names(), *UPSTREAM_SUGGESTIONS})
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     message = f"unknown pass or pipeline '{name}'{hint} (fuser-opt --list-passes lists fuser-mlir's passes)"
     if detail:
@@ -105,10 +125,22 @@ def _unknown_pass(name: str, detail: str) -> UnknownPassError:
 
 
 def _check_upstream(element: Element) -> None:
+    """Raise UnknownPassError unless MLIR parses ``element``: an unknown name
+    (with close matches), a fuser pass nested under an op, or bad options."""
     try:
         PassManager.parse(f"builtin.module({element.text})")
     except ValueError as err:
-        raise _unknown_pass(element.name, str(err)) from None
+        detail = str(err)
+        match = _NOT_REGISTERED.search(detail)
+        if match is None:
+            raise UnknownPassError(f"invalid pipeline element '{element.text}'\n{detail.strip()}") from None
+        name = match.group(1)
+        if name in REGISTRY:
+            raise UnknownPassError(
+                f"'{name}' is a fuser-mlir pass, which runs on the whole module and cannot be nested "
+                f"in '{element.name}(...)'; list it at the top level of the pipeline"
+            ) from None
+        raise _unknown_pass(name, detail) from None
 
 
 def build_pass_manager(text: str, context: ir.Context) -> PassManager:

@@ -57,7 +57,7 @@ class FuserPass:
         kwargs: dict[str, object] = {}
         for key, text in options.items():
             name = key.replace("-", "_")
-            if name not in fields:
+            if name not in fields or "_" in key:  # the command line spells options in kebab-case only
                 known = ", ".join(cls.option_names()) or "none"
                 raise ValueError(f"pass '{cls.NAME}' has no option '{key}' (options: {known})")
             kwargs[name] = _convert(cls.NAME, key, text, fields[name].type)

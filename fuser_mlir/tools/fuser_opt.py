@@ -68,7 +68,7 @@ class FuserOptMain:
             return self.show_dialects()
         text = self.read_input()
         chunks = split_input(text) if self.args.split_input_file else [text]
-        out = sys.stdout if self.args.output == "-" else open(self.args.output, "w")
+        out = self.open_output()
         try:
             printed = 0
             for chunk in chunks:
@@ -95,6 +95,15 @@ class FuserOptMain:
         except OSError as err:
             self.usage_error(f"cannot read input file '{self.args.input}': {err.strerror}")
         return ""  # unreachable
+
+    def open_output(self) -> TextIO:
+        if self.args.output == "-":
+            return sys.stdout
+        try:
+            return open(self.args.output, "w")
+        except OSError as err:
+            self.usage_error(f"cannot write output file '{self.args.output}': {err.strerror}")
+        return sys.stdout  # unreachable
 
     def source_name(self) -> str:
         return "<stdin>" if self.args.input == "-" else self.args.input

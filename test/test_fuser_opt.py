@@ -1,0 +1,252 @@
+"""fuser-opt: exit statuses and messages of the driver, mostly in-process
+through ``main(argv)``; a few runs in a subprocess check the real entry point."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuser_mlir import __version__
+from fuser_mlir.passes import REGISTRY
+from fuser_mlir.tools.fuser_opt import main, split_input
+
+ROOT = Path(__file__).resolve().parents[1]
+
+VALID = """func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = "fuser.exp"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+"""
+INVALID = """func.func @g(%a: tensor<4xf32>, %b: tensor<5xf32>) -> tensor<4xf32> {
+  %0 = "fuser.add"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+BROADCAST_ERROR = "'fuser.add' op operand 1 has shape [5], which does not broadcast with dim 0 of size 4"
+
+
+def fuser_opt(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    """Run the driver in-process; (exit status, stdout, stderr)."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def valid(tmp_path):
+    path = tmp_path / "valid.mlir"
+    path.write_text(VALID)
+    return path
+
+
+@pytest.fixture
+def invalid(tmp_path):
+    path = tmp_path / "invalid.mlir"
+    path.write_text(INVALID)
+    return path
+
+
+# -- success paths --------------------------------------------------------------------
+
+
+def test_prints_the_module(capsys, valid):
+    code, out, err = fuser_opt(capsys, str(valid), "-p", "fuser-verify,canonicalize,cse")
+    assert code == 0, err
+    assert '"fuser.exp"(%arg0)' in out
+    assert out.startswith("module {")
+    assert err == ""
+
+
+def test_output_file_is_written(capsys, valid, tmp_path):
+    target = tmp_path / "out.mlir"
+    code, out, err = fuser_opt(capsys, str(valid), "-o", str(target), "-p", "fuser-verify")
+    assert code == 0, err
+    assert out == ""
+    assert '"fuser.exp"(%arg0)' in target.read_text()
+
+
+def test_reads_stdin(capsys, monkeypatch):
+    code, out, _ = fuser_opt(capsys, "-p", "fuser-verify", stdin=VALID, monkeypatch=monkeypatch)
+    assert code == 0
+    assert '"fuser.exp"' in out
+
+
+def test_generic_form(capsys, valid):
+    code, out, _ = fuser_opt(capsys, str(valid), "--mlir-print-op-generic")
+    assert code == 0
+    assert '"func.func"() <{function_type' in out
+
+
+def test_list_passes_gives_every_pass_one_line_with_its_summary(capsys):
+    code, out, _ = fuser_opt(capsys, "--list-passes")
+    assert code == 0
+    lines = out.splitlines()
+    for name, entry in REGISTRY.items():
+        matching = [line for line in lines if line.split()[:1] == [name]]
+        assert len(matching) == 1, f"{name} is not listed once:\n{out}"
+        assert matching[0].split(None, 1)[1] == entry.summary
+
+
+def test_show_dialects_lists_fuser(capsys):
+    code, out, _ = fuser_opt(capsys, "--show-dialects")
+    assert code == 0
+    assert {"fuser", "builtin", "func"} <= set(out.split())
+
+
+def test_version(capsys):
+    code, out, _ = fuser_opt(capsys, "--version")
+    assert code == 0
+    assert out.startswith(f"fuser-opt {__version__} (MLIR bindings ")
+
+
+# -- usage errors: exit 2 -----------------------------------------------------------
+
+
+def test_missing_input_file(capsys, tmp_path):
+    missing = tmp_path / "nope.mlir"
+    code, out, err = fuser_opt(capsys, str(missing))
+    assert code == 2
+    assert out == ""
+    assert err == f"fuser-opt: error: cannot read input file '{missing}': No such file or directory\n"
+
+
+def test_unwritable_output_file(capsys, valid, tmp_path):
+    target = tmp_path / "no-such-dir" / "out.mlir"
+    code, _, err = fuser_opt(capsys, str(valid), "-o", str(target))
+    assert code == 2
+    assert f"fuser-opt: error: cannot write output file '{target}': No such file or directory" in err
+
+
+def test_unknown_fuser_pass_suggests_the_close_match(capsys, valid):
+    code, out, err = fuser_opt(capsys, str(valid), "-p", "fuser-verfy")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("fuser-opt: error: unknown pass or pipeline 'fuser-verfy'; did you mean 'fuser-verify'?")
+    assert "fuser-opt --list-passes" in err
+
+
+def test_unknown_upstream_pass_suggests_the_close_match(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "fuser-verify,func.func(csee)")
+    assert code == 2
+    assert "unknown pass or pipeline 'csee'; did you mean 'cse'?" in err
+
+
+def test_unknown_pass_without_close_match_has_no_suggestion(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "frobnicate")
+    assert code == 2
+    assert "unknown pass or pipeline 'frobnicate' (fuser-opt --list-passes" in err
+    assert "did you mean" not in err
+
+
+def test_bad_fuser_pass_option(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "fuser-verify{bogus=1}")
+    assert code == 2
+    assert err == "fuser-opt: error: pass 'fuser-verify' has no option 'bogus' (options: none)\n"
+
+
+def test_unclosed_option_brace(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "fuser-verify{bogus=1")
+    assert code == 2
+    assert "pipeline element 'fuser-verify{bogus=1' has an unclosed '{'" in err
+
+
+def test_bad_upstream_pass_option(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "canonicalize{bogus=1}")
+    assert code == 2
+    assert "fuser-opt: error: invalid pipeline element 'canonicalize{bogus=1}'" in err
+    assert "no such option bogus" in err
+
+
+def test_fuser_pass_nested_under_an_op_is_a_usage_error(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "-p", "func.func(fuser-verify)")
+    assert code == 2
+    assert (
+        "'fuser-verify' is a fuser-mlir pass, which runs on the whole module and cannot be nested in "
+        "'func.func(...)'; list it at the top level of the pipeline"
+    ) in err
+
+
+def test_unknown_flag(capsys, valid):
+    code, _, err = fuser_opt(capsys, str(valid), "--no-such-flag")
+    assert code == 2
+    assert "unrecognized arguments: --no-such-flag" in err
+
+
+# -- failures: exit 1 ------------------------------------------------------------------
+
+
+def test_failed_pipeline_prints_diagnostics_on_stderr(capsys, invalid):
+    code, out, err = fuser_opt(capsys, str(invalid), "-p", "fuser-verify")
+    assert code == 1
+    assert out == ""
+    assert err == f"{invalid}:2:8: error: {BROADCAST_ERROR}\n"
+
+
+def test_parse_error(capsys, tmp_path):
+    path = tmp_path / "broken.mlir"
+    path.write_text('func.func @f() {\n  %0 = "fuser.frobnicate"() : () -> f32\n  return\n}\n')
+    code, out, err = fuser_opt(capsys, str(path))
+    assert code == 1
+    assert out == ""
+    assert err.startswith(f"{path}:2:8: error: unregistered operation 'fuser.frobnicate'")
+
+
+def test_verify_diagnostics_prints_to_stdout_and_exits_0(capsys, invalid):
+    code, out, err = fuser_opt(capsys, str(invalid), "-p", "fuser-verify", "--verify-diagnostics")
+    assert code == 0
+    assert out == f"{invalid}:2:8: error: {BROADCAST_ERROR}\n"
+    assert err == ""
+
+
+def test_split_input_file_keeps_line_numbers_and_runs_every_chunk(capsys, tmp_path):
+    path = tmp_path / "split.mlir"
+    path.write_text(INVALID + "// -----\n" + VALID + "// -----\n" + INVALID)
+    code, out, err = fuser_opt(capsys, str(path), "-p", "fuser-verify", "--split-input-file")
+    assert code == 1
+    assert '"fuser.exp"' in out
+    assert "// -----" not in out  # only one chunk printed
+    errors = [line.split(": error:")[0] for line in err.splitlines()]
+    assert errors == [f"{path}:2:8", f"{path}:12:8"]
+
+
+def test_split_input_pads_each_chunk_to_its_line():
+    chunks = split_input("a\n// -----\nb\nc\n// -----\nd\n")
+    assert chunks == ["a\n", "\n\nb\nc\n", "\n" * 5 + "d\n"]
+
+
+# -- the real entry point -------------------------------------------------------------
+
+
+def run_module(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fuser_mlir.tools.fuser_opt", *argv],
+        input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
+
+
+def test_module_entry_point_lists_passes_one_line_each():
+    result = run_module("--list-passes")
+    assert result.returncode == 0, result.stderr
+    for name, entry in REGISTRY.items():
+        assert f"{name} " in result.stdout
+        line = next(line for line in result.stdout.splitlines() if line.split()[:1] == [name])
+        assert line.split(None, 1)[1] == entry.summary
+
+
+def test_module_entry_point_exit_statuses():
+    assert run_module("-p", "fuser-verify", stdin=VALID).returncode == 0
+    failed = run_module("-p", "fuser-verify", stdin=INVALID)
+    assert failed.returncode == 1
+    assert f"<stdin>:2:8: error: {BROADCAST_ERROR}" in failed.stderr
+    unknown = run_module("-p", "fuser-verfy", stdin=VALID)
+    assert unknown.returncode == 2
+    assert "did you mean 'fuser-verify'?" in unknown.stderr

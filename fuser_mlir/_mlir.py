@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import arith, func, irdl
+from mlir.dialects import bufferization, linalg, math, scf, tensor
 from mlir.execution_engine import ExecutionEngine
 from mlir.passmanager import PassManager
 from mlir.runtime import get_ranked_memref_descriptor
@@ -20,11 +21,16 @@ __all__ = [
     "ExecutionEngine",
     "PassManager",
     "arith",
+    "bufferization",
     "func",
     "get_ranked_memref_descriptor",
     "ir",
     "irdl",
+    "linalg",
+    "math",
     "mlir_version",
+    "scf",
+    "tensor",
 ]
 
 

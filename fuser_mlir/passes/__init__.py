@@ -28,6 +28,7 @@ class PassEntry:
 
 _ENTRIES = [
     PassEntry("fuser-verify", "Check the fuser-dialect invariants that IRDL cannot express."),
+    PassEntry("fuser-lower-to-cpu", "Lower segment functions to linalg on tensors over strided memref arguments."),
 ]
 
 REGISTRY: dict[str, PassEntry] = {e.name: e for e in _ENTRIES}

@@ -1,0 +1,148 @@
+"""Compile segment functions for the CPU: ``fuser-cpu-pipeline`` and the JIT.
+
+:func:`compile_cpu` takes a module holding segment functions (see
+``fuser-lower-to-cpu`` for what a segment is), lowers a copy of it to the LLVM
+dialect with the named pipeline ``fuser-cpu-pipeline`` and JIT-compiles it with
+MLIR's ``ExecutionEngine`` (LLVM ``-O3``). Functions that are not segments
+(the host function) are dropped from the copy: the compiler runs the host
+function as a launch plan. The result holds the engine and one
+:class:`~fuser_mlir.runtime.cpu.CpuKernel` per segment.
+
+Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
+
+- ``canonicalize`` right after the lowering folds the ``tensor.dim`` of
+  intermediate results, whose extra use would stop
+  ``linalg-fuse-elementwise-ops`` (it fuses single-use producers only).
+- ``eliminate-empty-tensors`` lets the last generic of a chain write straight
+  into the destination memref: a fused pointwise chain allocates nothing.
+- ``buffer-deallocation-pipeline`` frees the buffers bufferization allocates
+  for intermediates inside a segment (e.g. a row max feeding a subtraction);
+  ``convert-bufferization-to-memref`` lowers what it leaves.
+- ``convert-math-to-llvm{approximate-log1p=false}`` keeps ``log1p`` for libm
+  (the approximation loses precision near 0); ``convert-math-to-libm`` takes
+  what has no LLVM intrinsic (``erf``, ``expm1``, ...). The JIT resolves libm
+  and malloc/free from the process.
+- ``arith-expand{include-bf16=true}`` turns ``bf16`` conversions into integer
+  code (round to nearest even); ``f16`` conversions use the host's F16C
+  instructions (the lowering never converts ``f64`` to ``f16`` directly, which
+  would call ``__truncdfhf2``, absent from the JIT).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from dataclasses import dataclass, field
+
+from fuser_mlir import config
+from fuser_mlir._mlir import ExecutionEngine, ir
+from fuser_mlir.dialect import types as T
+from fuser_mlir.errors import CompileError, PipelineError
+from fuser_mlir.passes.lower_to_cpu import is_segment, symbol_name
+from fuser_mlir.pipeline import run_pipeline
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel
+
+CPU_PIPELINE = "fuser-cpu-pipeline"
+
+
+@dataclass
+class CpuProgram:
+    """JIT-compiled segments: ``program.kernels[name](*args)`` runs one.
+
+    Holds the ExecutionEngine (the kernels' code lives as long as it does);
+    ``llvm_dialect`` is the lowered module's text, for inspection.
+    """
+
+    engine: object
+    kernels: dict[str, CpuKernel] = field(default_factory=dict)
+    llvm_dialect: str = ""
+
+    def __getitem__(self, name: str) -> CpuKernel:
+        return self.kernels[name]
+
+
+def argument_kinds(function: ir.Operation) -> list[ArgKind]:
+    """The runtime description of each argument of a segment function."""
+    function_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    kinds = []
+    for type_ in function_type.inputs:
+        dtype = DTYPE_OF_ELEMENT[T.element_name(type_)]
+        kinds.append(ArgKind.tensor(dtype, T.rank(type_)) if T.is_tensor(type_) else ArgKind.scalar(dtype))
+    return kinds
+
+
+def _segments_only(module: ir.Module) -> tuple[ir.Module, dict[str, list[ArgKind]]]:
+    """A copy of ``module`` without its non-segment functions, and each
+    segment's argument kinds."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    copy = ir.Module.parse(text, context=module.context)
+    kinds: dict[str, list[ArgKind]] = {}
+    for op in list(copy.body.operations):
+        op = op.operation
+        if is_segment(op):
+            kinds[symbol_name(op)] = argument_kinds(op)
+        elif op.name == "func.func":
+            op.erase()
+    return copy, kinds
+
+
+def _save_reproducer(text: str) -> str:
+    """Write the input IR of a failed compile where ``FUSER_REPRODUCER_DIR`` says."""
+    directory = config.reproducer_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"fuser-cpu-{hashlib.sha256(text.encode()).hexdigest()[:16]}.mlir"
+    path.write_text(text)
+    return str(path)
+
+
+def _external_symbols(module: ir.Module) -> list[str]:
+    """Names of the ``llvm.func`` declarations the JIT must resolve."""
+    names = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "llvm.func" and not op.regions[0].blocks:
+            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
+
+
+def _check_symbols(module: ir.Module, source: str) -> None:
+    """Fail with a clear message before the JIT does, on an unknown symbol."""
+    process = ctypes.CDLL(None)
+    missing = [name for name in _external_symbols(module) if not hasattr(process, name)]
+    if missing:
+        raise CompileError(
+            "compile_cpu: the lowered code calls functions this process does not provide: "
+            + ", ".join(missing)
+            + "; the CPU lowering must expand them in IR",
+            pipeline=CPU_PIPELINE,
+            reproducer=_save_reproducer(source),
+        )
+
+
+def compile_cpu(module: ir.Module, *, opt_level: int = 3) -> CpuProgram:
+    """Lower the segments of ``module`` (left unchanged) and JIT them."""
+    source = module.operation.get_asm(enable_debug_info=True)
+    lowered, kinds = _segments_only(module)
+    try:
+        run_pipeline(lowered, CPU_PIPELINE)
+    except PipelineError as err:
+        raise CompileError(
+            "compile_cpu: lowering the segments to the LLVM dialect failed",
+            pipeline=err.pipeline,
+            diagnostics=err.diagnostics,
+            reproducer=_save_reproducer(source),
+        ) from None
+    _check_symbols(lowered, source)
+    text = str(lowered)
+    engine = ExecutionEngine(lowered, opt_level=opt_level)
+    program = CpuProgram(engine=engine, llvm_dialect=text)
+    for name, arg_kinds in kinds.items():
+        address = engine.raw_lookup("_mlir_ciface_" + name)
+        if not address:
+            raise CompileError(
+                f"compile_cpu: the JIT found no entry point for segment @{name} (see the JIT's message on stderr)",
+                pipeline=CPU_PIPELINE,
+                reproducer=_save_reproducer(source),
+            )
+        program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine)
+    return program

@@ -1,0 +1,235 @@
+"""Fuser tensor ops as linalg on tensors.
+
+Each helper builds the linalg/tensor ops for one fuser op from already
+lowered operands (builtin tensors and scalars) and returns the result value.
+The element computations come from :mod:`fuser_mlir.lowering.scalar`.
+
+- Pointwise ops and casts become one ``linalg.generic`` with all-parallel
+  iterators. An operand dim that is a static 1 where the result's is not
+  maps to the constant 0 (broadcast); scalar operands are captured by the
+  body. ``linalg-fuse-elementwise-ops`` later fuses chains of them.
+- ``broadcast_in_dim`` and ``permute`` are generics whose input map drops or
+  permutes dims; they fuse like pointwise ops.
+- Reductions are generics with ``reduction`` iterators over the reduced dims,
+  whose init is a ``linalg.fill`` of the identity.
+- ``reshape`` is ``tensor.reshape`` with a shape tensor, which works for
+  symbolic sizes; its source is first copied by a generic into a fresh tensor
+  (contiguous after bufferization), so that bufferization never needs a
+  ``memref.copy`` of a strided buffer (which would call ``memrefCopy`` from
+  MLIR's runner-utils library, absent from the JIT).
+
+Result sizes that are dynamic are taken with ``tensor.dim`` from an operand
+that has the same size in that dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from fuser_mlir._mlir import arith, ir, linalg, tensor
+from fuser_mlir.dialect import types as T
+from fuser_mlir.lowering import scalar as S
+from fuser_mlir.lowering.scalar import building
+
+BodyFn = Callable[[list[ir.Value]], ir.Value]
+
+
+# -- small builders -----------------------------------------------------------
+
+
+def index_constant(value: int, *, loc=None, ip=None) -> ir.Value:
+    with building(loc, ip):
+        return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), value)).result
+
+
+def dim_size(value: ir.Value, dim: int, *, loc=None, ip=None) -> ir.Value:
+    """The size of ``dim`` of a tensor value, as an ``index``."""
+    with building(loc, ip):
+        static = T.shape(value.type)[dim]
+        if static is not None:
+            return index_constant(static)
+        return tensor.DimOp(value, index_constant(dim)).result
+
+
+def empty(result_type: ir.RankedTensorType, sizes: Sequence[ir.Value], *, loc=None, ip=None) -> ir.Value:
+    """``tensor.empty`` of ``result_type``; ``sizes`` has one index per ``?``."""
+    with building(loc, ip):
+        mixed: list[int | ir.Value] = []
+        dynamic = iter(sizes)
+        for size in T.shape(result_type):
+            mixed.append(next(dynamic) if size is None else size)
+        return tensor.EmptyOp(mixed, T.as_tensor(result_type).element_type).result
+
+
+def _iterator(kind: str) -> ir.Attribute:
+    return ir.Attribute.parse(f"#linalg.iterator_type<{kind}>")
+
+
+def _map(rank: int, exprs: Sequence[int | None]) -> ir.AffineMap:
+    """``(d0, ..., d{rank-1}) -> (...)``: an int names a dim, ``None`` is 0."""
+    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) for e in exprs]
+    return ir.AffineMap.get(rank, 0, results)
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    input_maps: Sequence[ir.AffineMap],
+    init: ir.Value,
+    output_map: ir.AffineMap,
+    iterators: Sequence[str],
+    body: Callable[[list[ir.Value], ir.Value], ir.Value],
+    *,
+    loc=None,
+    ip=None,
+) -> ir.Value:
+    """A one-result ``linalg.generic``; ``body(input_elements, out_element)``
+    builds the yielded element inside the region."""
+    with building(loc, ip):
+        maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, output_map]])
+        kinds = ir.ArrayAttr.get([_iterator(k) for k in iterators])
+        op = linalg.GenericOp([init.type], list(inputs), [init], maps, kinds)
+        element_types = [T.element_type(v.type) for v in [*inputs, init]]
+        block = op.regions[0].blocks.append(*element_types)
+        with ir.InsertionPoint(block):
+            args = list(block.arguments)
+            linalg.YieldOp([body(args[:-1], args[-1])])
+        return op.result
+
+
+# -- pointwise ----------------------------------------------------------------
+
+
+def broadcast_map(operand_type: ir.Type, result_type: ir.Type) -> ir.AffineMap:
+    """Identity map, with 0 for each static-1 dim that the result expands."""
+    rank = T.rank(result_type)
+    result_shape = T.shape(result_type)
+    exprs = [None if size == 1 and result_shape[d] != 1 else d for d, size in enumerate(T.shape(operand_type))]
+    return _map(rank, exprs)
+
+
+def broadcast_sizes(operands: Sequence[ir.Value], result_type: ir.Type, *, loc=None, ip=None) -> list[ir.Value]:
+    """One index per dynamic result dim, from the first tensor operand that
+    is not broadcast in that dim."""
+    sizes = []
+    for d, size in enumerate(T.shape(result_type)):
+        if size is not None:
+            continue
+        source = next(v for v in operands if T.is_tensor(v.type) and T.shape(v.type)[d] != 1)
+        sizes.append(dim_size(source, d, loc=loc, ip=ip))
+    return sizes
+
+
+def elementwise(operands: Sequence[ir.Value], result_type: ir.Type, element: BodyFn, *, loc=None, ip=None) -> ir.Value:
+    """Apply ``element`` (scalar values in operand order -> value) to every
+    element of the broadcast of ``operands``; scalar operands are captured.
+    With no tensor operand, ``element`` runs once on the scalars."""
+    with building(loc, ip):
+        if not T.is_tensor(result_type):
+            return element(list(operands))
+        tensors = [v for v in operands if T.is_tensor(v.type)]
+        init = empty(result_type, broadcast_sizes(operands, result_type))
+        rank = T.rank(result_type)
+
+        def body(elements: list[ir.Value], _out: ir.Value) -> ir.Value:
+            it = iter(elements)
+            return element([next(it) if T.is_tensor(v.type) else v for v in operands])
+
+        maps = [broadcast_map(v.type, result_type) for v in tensors]
+        return generic(tensors, maps, init, _map(rank, range(rank)), ["parallel"] * rank, body)
+
+
+def pointwise(name: str, operands: Sequence[ir.Value], result_type: ir.Type, *, loc=None, ip=None) -> ir.Value:
+    """``fuser.<name>`` (unary, binary or ternary) on tensors and scalars."""
+    element_type = T.element_type(result_type)
+    return elementwise(operands, result_type, lambda xs: S.pointwise(name, xs, element_type), loc=loc, ip=ip)
+
+
+def cast(value: ir.Value, result_type: ir.Type, *, loc=None, ip=None) -> ir.Value:
+    """``fuser.cast``: convert every element to the result's element type."""
+    element_type = T.element_type(result_type)
+    return elementwise([value], result_type, lambda xs: S.cast(xs[0], element_type), loc=loc, ip=ip)
+
+
+# -- layout -------------------------------------------------------------------
+
+
+def copy(value: ir.Value, *, loc=None, ip=None) -> ir.Value:
+    """An identity generic into a fresh ``tensor.empty``: the value in a
+    buffer of its own, which bufferization can place in a destination (or
+    allocate contiguously) and which lowers to loops, not to ``memref.copy``."""
+    with building(loc, ip):
+        if not T.is_tensor(value.type):
+            raise ValueError("copy() needs a tensor value")
+        rank = T.rank(value.type)
+        sizes = [dim_size(value, d) for d, size in enumerate(T.shape(value.type)) if size is None]
+        init = empty(value.type, sizes)
+        identity = _map(rank, range(rank))
+        return generic([value], [identity], init, identity, ["parallel"] * rank, lambda xs, _: xs[0])
+
+
+def broadcast_in_dim(value: ir.Value, result_type: ir.Type, broadcast_dims: Sequence[int], *, loc=None, ip=None) -> ir.Value:
+    """Operand dim ``i`` becomes result dim ``broadcast_dims[i]``; other result
+    dims are new (static) dims; a size-1 operand dim may expand."""
+    with building(loc, ip):
+        in_shape, out_shape = T.shape(value.type), T.shape(result_type)
+        rank = len(out_shape)
+        exprs = [None if in_shape[i] == 1 and out_shape[d] != 1 else d for i, d in enumerate(broadcast_dims)]
+        sizes = [dim_size(value, broadcast_dims.index(d)) for d, size in enumerate(out_shape) if size is None]
+        init = empty(result_type, sizes)
+        return generic([value], [_map(rank, exprs)], init, _map(rank, range(rank)), ["parallel"] * rank, lambda xs, _: xs[0])
+
+
+def permute(value: ir.Value, result_type: ir.Type, dims: Sequence[int], *, loc=None, ip=None) -> ir.Value:
+    """Result dim ``i`` is operand dim ``dims[i]``."""
+    with building(loc, ip):
+        rank = len(dims)
+        exprs = [dims.index(j) for j in range(rank)]
+        sizes = [dim_size(value, dims[i]) for i, size in enumerate(T.shape(result_type)) if size is None]
+        init = empty(result_type, sizes)
+        return generic([value], [_map(rank, exprs)], init, _map(rank, range(rank)), ["parallel"] * rank, lambda xs, _: xs[0])
+
+
+def reshape(value: ir.Value, result_type: ir.Type, sizes: Sequence[ir.Value], *, loc=None, ip=None) -> ir.Value:
+    """Row-major reshape; ``sizes`` are ``i64`` values, one per dynamic result dim."""
+    with building(loc, ip):
+        if T.rank(value.type) == 0 or T.rank(result_type) == 0:
+            return _reshape_single(value, result_type)
+        value = copy(value)
+        index = ir.IndexType.get()
+        dynamic = iter(sizes)
+        extents = [
+            index_constant(size) if size is not None else arith.IndexCastOp(index, next(dynamic)).result
+            for size in T.shape(result_type)
+        ]
+        shape_type = ir.RankedTensorType.get([len(extents)], index)
+        shape = tensor.FromElementsOp(shape_type, extents).result
+        return tensor.ReshapeOp(result_type, value, shape).result
+
+
+def _reshape_single(value: ir.Value, result_type: ir.Type) -> ir.Value:
+    """A reshape from or to a 0-d tensor: both hold exactly one element."""
+    zero = index_constant(0)
+    element = tensor.ExtractOp(value, [zero] * T.rank(value.type)).result
+    return tensor.FromElementsOp(result_type, [element]).result
+
+
+# -- reductions ---------------------------------------------------------------
+
+
+def reduction(kind: str, value: ir.Value, result_type: ir.Type, dims: Sequence[int], keepdim: bool, *, loc=None, ip=None) -> ir.Value:
+    """``fuser.sum|prod|max|min`` over ``dims``; ``keepdim`` keeps them as 1."""
+    with building(loc, ip):
+        in_shape = T.shape(value.type)
+        rank = len(in_shape)
+        kept = [d for d in range(rank) if d not in dims or keepdim]
+        exprs = [None if d in dims else d for d in kept]
+        sizes = [dim_size(value, d) for d, size in zip(kept, T.shape(result_type)) if size is None]
+        element_type = T.element_type(result_type)
+        identity = S.reduction_identity(kind, element_type)
+        init = linalg.fill(identity, outs=[empty(result_type, sizes)])
+        iterators = ["reduction" if d in dims else "parallel" for d in range(rank)]
+
+        def body(elements: list[ir.Value], accumulator: ir.Value) -> ir.Value:
+            return S.combine(kind, accumulator, elements[0])
+
+        return generic([value], [_map(rank, range(rank))], init, _map(rank, exprs), iterators, body)

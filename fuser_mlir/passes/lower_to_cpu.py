@@ -1,0 +1,283 @@
+"""Lower segment functions to linalg on tensors over strided memref arguments.
+
+Preconditions: ``fuser-verify`` holds. A *segment* is a ``func.func`` with the
+``fuser.num_inputs`` attribute whose body holds only fuser ops (and scalar ops
+of other dialects) and whose every ``fuser.store``/``fuser.copy`` writes into
+a function argument. No other function may call a segment (the compiler turns
+the host function into a launch plan and hands this pass the segments only).
+Functions that are not segments are left untouched.
+
+Effect: each segment becomes a public ``func.func`` of the same name with the
+``llvm.emit_c_interface`` attribute that returns nothing. Tensor arguments
+become ``memref<..., strided<[?, ...], offset: ?>>`` (so NumPy views with any
+strides, negative ones too, are read and written in place); inputs are read
+through ``bufferization.to_tensor ... restrict``; each fuser op becomes
+linalg/tensor/arith/math ops (:mod:`fuser_mlir.lowering.linalg`); each store
+or copy becomes ``bufferization.materialize_in_destination ... in restrict
+writable`` into its destination memref (through an identity generic when the
+value is not a fresh linalg result, so that no ``memref.copy`` of a strided
+buffer is ever needed: its lowering calls ``memrefCopy`` from MLIR's
+runner-utils library, which the JIT does not have). ``fuser-cpu-pipeline`` continues from
+here to the LLVM dialect.
+
+    func.func private @f_seg0(%a: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32>
+        attributes {fuser.num_inputs = 1 : i64} {
+      %e = "fuser.exp"(%a) : (tensor<?xf32>) -> tensor<?xf32>
+      %r = "fuser.store"(%e, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+      return %r : tensor<?xf32>
+    }
+    ==>
+    func.func @f_seg0(%a: memref<?xf32, strided<[?], offset: ?>>,
+                      %out: memref<?xf32, strided<[?], offset: ?>>)
+        attributes {fuser.num_inputs = 1 : i64, llvm.emit_c_interface} {
+      %0 = bufferization.to_tensor %a restrict : ... to tensor<?xf32>
+      %1 = linalg.generic {...} ins(%0 : tensor<?xf32>) outs(...) { math.exp ... }
+      bufferization.materialize_in_destination %1 in restrict writable %out : ...
+      return
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+from dataclasses import dataclass
+
+from fuser_mlir._mlir import arith, bufferization, func, ir
+from fuser_mlir.dialect import ops as O
+from fuser_mlir.dialect import types as T
+from fuser_mlir.lowering import linalg as L
+from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
+
+NUM_INPUTS_ATTR = "fuser.num_inputs"
+
+
+class _Unsupported(Exception):
+    """An op the CPU lowering cannot take; the message is the diagnostic."""
+
+
+# -- which functions are segments ---------------------------------------------
+
+
+def _body_ops(function: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for block in function.regions[0].blocks for op in block.operations]
+
+
+def is_segment(function: ir.Operation) -> bool:
+    """A ``func.func`` with ``fuser.num_inputs`` whose stores and copies all
+    write into function arguments and that calls nothing."""
+    if function.name != "func.func" or NUM_INPUTS_ATTR not in function.attributes:
+        return False
+    if not function.regions[0].blocks:
+        return False
+    for op in _body_ops(function):
+        if op.name == "func.call":
+            return False
+        if O.short_name(op.name) in O.DESTINATION_WRITES and not isinstance(op.operands[1].owner, ir.Block):
+            return False
+    return True
+
+
+def segment_functions(module: ir.Operation) -> list[ir.Operation]:
+    """The segment functions at the top level of ``module``, in order."""
+    return [op.operation for op in module.regions[0].blocks[0].operations if is_segment(op.operation)]
+
+
+def symbol_name(function: ir.Operation) -> str:
+    return ir.StringAttr(function.attributes["sym_name"]).value
+
+
+def _callers(module: ir.Operation, names: set[str]) -> list[tuple[ir.Operation, str]]:
+    """``(call op, callee)`` for every ``func.call`` to one of ``names``."""
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee in names:
+                found.append((op, callee))
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    return found
+
+
+# -- types --------------------------------------------------------------------
+
+
+def strided_memref_type(tensor_type: ir.Type) -> ir.MemRefType:
+    """``tensor<?x4xf32>`` -> ``memref<?x4xf32, strided<[?, ?], offset: ?>>``."""
+    tensor = T.as_tensor(tensor_type)
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * tensor.rank)
+    return ir.MemRefType.get(list(tensor.shape), tensor.element_type, layout)
+
+
+def lowered_argument_type(type_: ir.Type) -> ir.Type:
+    """Tensors become strided memrefs; scalars stay."""
+    return strided_memref_type(type_) if T.is_tensor(type_) else type_
+
+
+# -- op lowering --------------------------------------------------------------
+
+
+def _dense(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _int(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def _lower_scalar_op(op: ir.Operation, name: str, operands: list[ir.Value]) -> ir.Value:
+    """``fuser.constant`` -> ``arith.constant``; ``fuser.size`` -> ``tensor.dim`` as i64."""
+    if name == "constant":
+        return arith.ConstantOp(op.results[0].type, op.attributes["value"]).result
+    size = L.dim_size(operands[0], _int(op, "dim"))
+    return arith.IndexCastOp(ir.IntegerType.get_signless(64), size).result
+
+
+def lower_op(op: ir.Operation, operands: list[ir.Value]) -> ir.Value:
+    """The lowered value of one fuser op's result (not for stores and copies),
+    built at the current insertion point and location."""
+    name = O.short_name(op.name)
+    result_type = op.results[0].type
+    category = O.CATEGORY[name]
+    if category in ("unary", "binary", "ternary"):
+        return L.pointwise(name, operands, result_type)
+    if category == "cast":
+        return L.cast(operands[0], result_type)
+    if category == "copy":
+        return operands[0]
+    if category == "reduction":
+        return L.reduction(name, operands[0], result_type, _dense(op, "dims"), bool(_int(op, "keepdim")))
+    if name == "broadcast_in_dim":
+        return L.broadcast_in_dim(operands[0], result_type, _dense(op, "broadcast_dims"))
+    if name == "permute":
+        return L.permute(operands[0], result_type, _dense(op, "dims"))
+    if name == "reshape":
+        return L.reshape(operands[0], result_type, operands[1:])
+    if category == "scalar":
+        return _lower_scalar_op(op, name, operands)
+    raise _Unsupported(f"is not supported inside a segment by fuser-lower-to-cpu ('{name}' belongs to the host function)")
+
+
+@dataclass
+class _SegmentLowering:
+    """Builds the lowered body of one segment function, op by op."""
+
+    values: dict  # old ir.Value -> new ir.Value
+    memrefs: dict  # old block argument -> new memref argument
+    stored: set = dataclasses.field(default_factory=set)  # lowered values already stored
+
+    def operand(self, value: ir.Value) -> ir.Value:
+        """The lowered value of an old operand (reads memref args lazily)."""
+        if value in self.values:
+            return self.values[value]
+        memref = self.memrefs[value]
+        tensor = bufferization.ToTensorOp(value.type, memref, restrict=True).result
+        self.values[value] = tensor
+        return tensor
+
+    def store(self, op: ir.Operation) -> None:
+        source = self.operand(op.operands[0])
+        dest = self.memrefs[op.operands[1]]
+        if not self.claim(source):
+            source = L.copy(source)
+        bufferization.MaterializeInDestinationOp(None, source, dest, restrict=True, writable=True)
+        self.values[op.results[0]] = source
+
+    def claim(self, value: ir.Value) -> bool:
+        """Whether ``value`` is a linalg result not yet stored anywhere, so that
+        bufferization can compute it straight into a destination; marks it."""
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.name not in ("linalg.generic", "linalg.fill"):
+            return False
+        if value in self.stored:
+            return False
+        self.stored.add(value)
+        return True
+
+    def clone_other(self, op: ir.Operation) -> None:
+        """Copy a non-fuser scalar op (e.g. ``arith.constant``) with remapped operands."""
+        if any(T.is_tensor(v.type) for v in [*op.operands, *op.results]) or op.regions:
+            raise _Unsupported("is not supported inside a segment by fuser-lower-to-cpu (only fuser ops and scalar ops)")
+        clone = op.clone()
+        for index, value in enumerate(op.operands):
+            clone.operands[index] = self.operand(value)
+        for old, new in zip(op.results, clone.results):
+            self.values[old] = new
+
+    def lower(self, op: ir.Operation) -> None:
+        name = O.short_name(op.name)
+        if op.name == "func.return":
+            return
+        if name is None:
+            self.clone_other(op)
+        elif name in O.DESTINATION_WRITES:
+            self.store(op)
+        else:
+            operands = [self.operand(v) for v in op.operands]
+            self.values[op.results[0]] = lower_op(op, operands)
+
+
+def lower_segment(function: ir.Operation) -> None:
+    """Replace ``function`` by its lowered form (same name, memref arguments)."""
+    old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    arg_types = [lowered_argument_type(t) for t in old_type.inputs]
+    with function.location, ir.InsertionPoint(function):
+        new = func.FuncOp(symbol_name(function), (arg_types, []))
+    new.attributes[NUM_INPUTS_ATTR] = function.attributes[NUM_INPUTS_ATTR]
+    new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    entry = new.add_entry_block()
+    old_args = list(function.regions[0].blocks[0].arguments)
+    values = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if not T.is_tensor(old.type)}
+    memrefs = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if T.is_tensor(old.type)}
+    state = _SegmentLowering(values, memrefs)
+    with ir.InsertionPoint(entry):
+        for op in _body_ops(function):
+            with op.location:
+                state.lower(op)
+        func.ReturnOp([])
+    function.erase()
+
+
+def _check_op(op: ir.Operation) -> str | None:
+    """The diagnostic for an op the lowering cannot take, or None."""
+    name = O.short_name(op.name)
+    if name is None:
+        if op.name in ("func.return",):
+            return None
+        if any(T.is_tensor(v.type) for v in [*op.operands, *op.results]) or op.regions:
+            return f"{op_label(op)} is not supported inside a segment by fuser-lower-to-cpu (only fuser ops and scalar ops)"
+        return None
+    if name == "empty":
+        return f"{op_label(op)} is not supported inside a segment by fuser-lower-to-cpu; outline the segment so that every destination is a function argument"
+    return None
+
+
+@dataclass
+class LowerToCpuPass(FuserPass):
+    NAME = "fuser-lower-to-cpu"
+    SUMMARY = "Lower segment functions to linalg on tensors over strided memref arguments."
+
+    def run(self, module: ir.Operation) -> None:
+        segments = segment_functions(module)
+        failed = False
+        for call, callee in _callers(module, {symbol_name(f) for f in segments}):
+            emit_error(
+                call,
+                f"{op_label(call)} calls segment @{callee}, whose signature fuser-lower-to-cpu rewrites to memrefs; "
+                "lower the host function to a launch plan first and hand this pass the segment functions only",
+            )
+            failed = True
+        for function in segments:
+            for op in _body_ops(function):
+                message = _check_op(op)
+                if message is not None:
+                    emit_error(op, message)
+                    failed = True
+        if failed:
+            raise PassFailure()
+        for function in segments:
+            lower_segment(function)

@@ -1,0 +1,279 @@
+"""Assign every computing fuser op to a segment (a future kernel).
+
+Preconditions: the module passes ``fuser-verify``. Runs on every public
+``func.func`` with ``fuser.num_inputs`` (segment functions are private).
+
+Effect: every fuser op that computes a tensor gets ``fuser.segment = K : i64``;
+nothing else changes. *Host ops* get no attribute: ``fuser.empty`` and every
+op whose results are all scalars (``fuser.size``, ``fuser.constant``, scalar
+arithmetic). ``fuser-outline-segments`` leaves them in the host function and
+recomputes constants and scalar arithmetic inside the segments that use them.
+A ``fuser.store`` gets the segment of the value it stores. Ids are dense,
+start at 0 and are a topological order: a segment only reads values of
+segments with smaller ids. The cut depends on the IR alone, so CPU and GPU
+get the same segments.
+
+Cutting rules (an op's result is *post* when it is a reduction of its
+segment or computed inside the segment from such a result):
+
+1. ``fuser.segment_set(t)`` stays with the producer of ``t`` (a copy at the
+   end of that segment); every consumer of its result is in a later segment.
+2. A post value may be used in its own segment only by pointwise ops, casts,
+   ``fuser.set``/``fuser.segment_set`` and stores whose result has the post value's exact shape
+   (other operands may be scalars or tensors that broadcast into it, e.g. a
+   bias read at the reduced iteration space). Anything else cuts: a
+   broadcast back to the input's iteration space (``x - max(x)``), a
+   reduction of a reduction, a layout op on a reduced value.
+3. A segment has at most one reduction iteration domain: reductions share a
+   segment only when they reduce the same dims of inputs of the same shape,
+   where a dynamic size counts as the same only if it comes from the same
+   dim of the same function argument.
+4. ``fuser.copy`` (a snapshot written by the alias-hazard pass) is a segment
+   of its own.
+5. Layout ops (broadcast_in_dim, permute, reshape) on values that are not
+   post stay in the segment of their operands: both the CPU lowering
+   (linalg on tensors) and the schedulers take them.
+
+Placement: ops are visited in program order and each goes to the lowest
+segment its operands and the rules allow (a new segment when none does), so
+the number of segments is what the rules force on that order. Then ops that
+are not post, and whose only consumers sit in one later segment, move there
+together with their single-use producers from the same segment (e.g. a
+``broadcast_in_dim`` of a weight written at the top of a layer norm); a move
+is made only when it makes no other value cross a segment boundary.
+
+Hazards between in-place writes and reads are not considered here:
+``fuser-resolve-alias-hazards`` runs after this pass and before
+``fuser-outline-segments``.
+
+    %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true}
+    %d = "fuser.sub"(%x, %m)
+    %e = "fuser.exp"(%d)
+    ==>
+    %m = "fuser.max"(%x) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+    %d = "fuser.sub"(%x, %m) {fuser.segment = 1 : i64}
+    %e = "fuser.exp"(%d) {fuser.segment = 1 : i64}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fuser_mlir._mlir import ir
+from fuser_mlir.analysis.segments import (
+    SEGMENT_ATTR,
+    body,
+    defining_op,
+    fusion_functions,
+    is_host_op,
+    size_source,
+)
+from fuser_mlir.dialect import ops as O
+from fuser_mlir.dialect import types as T
+from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
+
+#: Ops that may consume a post value inside its own segment (rule 2).
+_POST_CONSUMERS = frozenset(O.POINTWISE | {"cast", "set", "segment_set"})
+#: Ops that never move to a later segment after placement.
+_PINNED = frozenset(O.REDUCTIONS | O.DESTINATION_WRITES | {"segment_set"})
+
+
+@dataclass
+class _Segment:
+    """What placement has to know about one segment."""
+
+    domain: tuple | None = None  # the reduction iteration domain (rule 3)
+    exclusive: bool = False  # a fuser.copy step (rule 4)
+
+
+def reduction_domain(op: ir.Operation) -> tuple:
+    """The iteration domain of a reduction: its operand's sizes (static, or
+    where each dynamic size comes from) and the reduced dims."""
+    source = op.operands[0]
+    sizes = tuple(size_source(source, d) for d in range(T.rank(source.type)))
+    return (sizes, tuple(ir.DenseI64ArrayAttr(op.attributes["dims"])))
+
+
+@dataclass
+class _Assigner:
+    """Places the segment ops of one function (see the module docstring)."""
+
+    ops: list[ir.Operation]
+    seg: dict[ir.Operation, int] = field(default_factory=dict)
+    post: set[ir.Value] = field(default_factory=set)
+    segments: list[_Segment] = field(default_factory=list)
+
+    def producer(self, value: ir.Value) -> ir.Operation | None:
+        """The segment op that defines ``value`` (``None``: argument or host op)."""
+        op = defining_op(value)
+        return op if op is not None and op in self.seg else None
+
+    def state(self, k: int) -> _Segment:
+        while len(self.segments) <= k:
+            self.segments.append(_Segment())
+        return self.segments[k]
+
+    def earliest(self, op: ir.Operation, reads: list[ir.Value]) -> int:
+        """The lowest segment the dependencies of ``op`` allow (rule 1 included)."""
+        lowest = 0
+        for value in reads:
+            p = self.producer(value)
+            if p is None:
+                continue
+            cut = 1 if O.short_name(p.name) == "segment_set" else 0
+            lowest = max(lowest, self.seg[p] + cut)
+        return lowest
+
+    def post_operands(self, reads: list[ir.Value], k: int) -> list[ir.Value]:
+        return [v for v in reads if v in self.post and self.seg[self.producer(v)] == k]
+
+    def can_join(self, op: ir.Operation, name: str, reads: list[ir.Value], k: int) -> bool:
+        """Whether ``op`` may go into segment ``k`` (rules 2-4)."""
+        state = self.state(k)
+        if state.exclusive:
+            return False
+        for value in self.post_operands(reads, k):
+            if name not in _POST_CONSUMERS or T.shape(op.results[0].type) != T.shape(value.type):
+                return False
+        if name in O.REDUCTIONS and state.domain is not None:
+            return state.domain == reduction_domain(op)
+        return True
+
+    def assign(self, op: ir.Operation, k: int, reads: list[ir.Value]) -> None:
+        self.seg[op] = k
+        name = O.short_name(op.name)
+        if name in O.REDUCTIONS:
+            self.state(k).domain = reduction_domain(op)
+        if name in O.REDUCTIONS or self.post_operands(reads, k):
+            self.post.update(op.results)
+
+    def place(self, op: ir.Operation) -> None:
+        name = O.short_name(op.name)
+        reads = list(op.operands)[:1] if name in O.DESTINATION_WRITES else list(op.operands)
+        if name == "store" and self.producer(reads[0]) is not None:
+            self.assign(op, self.seg[self.producer(reads[0])], reads)
+            return
+        k = self.earliest(op, reads)
+        if name == "copy":
+            k = max(k, len(self.segments))
+            self.state(k).exclusive = True
+            self.assign(op, k, reads)
+            return
+        while not self.can_join(op, name, reads, k):
+            k += 1
+        self.assign(op, k, reads)
+
+    # -- moving ops next to their consumers ----------------------------------
+
+    def users(self, op: ir.Operation) -> list[ir.Operation]:
+        """The segment ops that use a result of ``op``, stores excluded."""
+        out = []
+        for result in op.results:
+            for use in result.uses:
+                user = use.owner.operation
+                if user in self.seg and O.short_name(user.name) != "store":
+                    out.append(user)
+        return out
+
+    def movable(self, op: ir.Operation) -> bool:
+        return O.short_name(op.name) not in _PINNED and not any(r in self.post for r in op.results)
+
+    def group(self, op: ir.Operation, target: int) -> list[ir.Operation] | None:
+        """``op`` and the producers in its segment that must move with it to
+        ``target`` so that no new value crosses a boundary; ``None`` if some
+        producer cannot move (it has consumers elsewhere, or is pinned)."""
+        home = self.seg[op]
+        members: dict[ir.Operation, None] = {op: None}
+        stack = [op]
+        while stack:
+            current = stack.pop()
+            for value in current.operands:
+                p = self.producer(value)
+                if p is None or self.seg[p] != home or p in members:
+                    continue
+                if not self.movable(p):
+                    return None
+                members[p] = None
+                stack.append(p)
+        for member in members:
+            for user in self.users(member):
+                if user not in members and self.seg[user] != target:
+                    return None
+        return list(members)
+
+    def sink(self) -> None:
+        """Move ops to the one later segment that consumes them (see module doc)."""
+        for op in reversed(self.ops):
+            if op not in self.seg or not self.movable(op):
+                continue
+            users = self.users(op)
+            targets = {self.seg[u] for u in users}
+            if len(targets) != 1:
+                continue
+            target = targets.pop()
+            if target <= self.seg[op] or self.segments[target].exclusive:
+                continue
+            members = self.group(op, target)
+            for member in members or ():
+                self.seg[member] = target
+
+    def follow_values(self) -> None:
+        """Stores go where the value they store is computed."""
+        for op in self.ops:
+            if O.short_name(op.name) != "store":
+                continue
+            p = self.producer(op.operands[0])
+            if p is not None:
+                self.seg[op] = self.seg[p]
+
+    def dense_ids(self) -> dict[ir.Operation, int]:
+        """The assignment with ids renumbered 0, 1, ... in order."""
+        used = sorted(set(self.seg.values()))
+        renumber = {k: i for i, k in enumerate(used)}
+        return {op: renumber[k] for op, k in self.seg.items()}
+
+
+def segment_ops(func: ir.Operation) -> list[ir.Operation]:
+    """The fuser ops of ``func`` that belong to a segment, in program order."""
+    ops = []
+    for op in body(func).operations:
+        op = op.operation
+        if O.short_name(op.name) is not None and not is_host_op(op):
+            ops.append(op)
+    return ops
+
+
+def check_supported(func: ir.Operation) -> None:
+    """Fail at the first op of another dialect (only ``func.return`` may appear)."""
+    for op in body(func).operations:
+        op = op.operation
+        if O.short_name(op.name) is None and op.name != "func.return":
+            emit_error(op, f"{op_label(op)} is not a fuser op; fuser-segment only places fuser ops into segments (lower it after outlining, or express it with fuser ops)")
+            raise PassFailure()
+
+
+def assign_segments(func: ir.Operation) -> dict[ir.Operation, int]:
+    """The segment of every segment op of ``func``."""
+    assigner = _Assigner(ops=segment_ops(func))
+    for op in assigner.ops:
+        assigner.place(op)
+    assigner.sink()
+    assigner.follow_values()
+    return assigner.dense_ids()
+
+
+def annotate(assignment: dict[ir.Operation, int]) -> None:
+    i64 = ir.IntegerType.get_signless(64)
+    for op, k in assignment.items():
+        op.attributes[SEGMENT_ATTR] = ir.IntegerAttr.get(i64, k)
+
+
+@dataclass
+class SegmentPass(FuserPass):
+    NAME = "fuser-segment"
+    SUMMARY = "Assign every computing fuser op to a segment (a future kernel)."
+
+    def run(self, module: ir.Operation) -> None:
+        for func in fusion_functions(module):
+            check_supported(func)
+            annotate(assign_segments(func))

@@ -250,3 +250,10 @@ def test_module_entry_point_exit_statuses():
     unknown = run_module("-p", "fuser-verfy", stdin=VALID)
     assert unknown.returncode == 2
     assert "did you mean 'fuser-verify'?" in unknown.stderr
+
+
+def test_pipeline_is_checked_before_the_input_is_read(capsys, tmp_path):
+    code, _, err = fuser_opt(capsys, str(tmp_path / "nope.mlir"), "-p", "fuser-verfy")
+    assert code == 2
+    assert "unknown pass or pipeline 'fuser-verfy'" in err
+    assert "cannot read input file" not in err

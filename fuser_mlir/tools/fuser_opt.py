@@ -20,7 +20,7 @@ from fuser_mlir._mlir import ir, mlir_version
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import PipelineError, UnknownPassError
 from fuser_mlir.passes import REGISTRY
-from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, format_diagnostic, run_pipeline
+from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, build_pass_manager, format_diagnostic, run_pipeline
 
 SPLIT_MARKER = "// -----"
 
@@ -66,6 +66,7 @@ class FuserOptMain:
             return self.list_passes()
         if self.args.show_dialects:
             return self.show_dialects()
+        self.check_pipeline()
         text = self.read_input()
         chunks = split_input(text) if self.args.split_input_file else [text]
         out = self.open_output()
@@ -85,6 +86,15 @@ class FuserOptMain:
         if self.failed and not self.args.verify_diagnostics:
             return 1
         return 0
+
+    def check_pipeline(self) -> None:
+        """Report a bad pipeline (exit 2) before reading any input, as mlir-opt does."""
+        if not self.args.pass_pipeline:
+            return
+        try:
+            build_pass_manager(self.args.pass_pipeline, make_context())
+        except UnknownPassError as err:
+            self.usage_error(str(err))
 
     def read_input(self) -> str:
         if self.args.input == "-":

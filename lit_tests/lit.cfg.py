@@ -30,7 +30,10 @@ REPO_ROOT = os.path.dirname(config.test_source_root)
 
 
 def _fuser_opt() -> str:
-    """The console script beside this Python, else on PATH, else `python -m`."""
+    """The console script beside this Python, else on PATH, else `python -m`
+    (forced with `lit --param fuser-opt=module`)."""
+    if lit_config.params.get("fuser-opt") == "module":
+        return f"{sys.executable} -m fuser_mlir.tools.fuser_opt"
     script = os.path.join(os.path.dirname(sys.executable), "fuser-opt")
     if os.path.isfile(script) and os.access(script, os.X_OK):
         return script
@@ -62,11 +65,10 @@ _EXIT_STATUS = (
     "print('exit status:', r.returncode)"
 )
 
-config.substitutions.append(("%fuser-opt", _fuser_opt()))
+FUSER_OPT = _fuser_opt()
+config.substitutions.append(("%fuser-opt", FUSER_OPT))
 config.substitutions.append(("%exit-status", f'{sys.executable} -c "{_EXIT_STATUS}"'))
 config.substitutions.append(("%python", sys.executable))
-# Only the bare word (not `--check-prefix=FileCheck...`, not paths).
-config.substitutions.append((r"(?<![\w/.=-])FileCheck\b", _filecheck()))
 
 config.environment["PYTHONPATH"] = os.pathsep.join(
     p for p in (REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p
@@ -75,5 +77,8 @@ for name, value in os.environ.items():
     if name.startswith("FUSER_"):
         config.environment[name] = value
 
-lit_config.note(f"fuser-opt: {_fuser_opt()}")
-lit_config.note(f"FileCheck: {_filecheck()}")
+FILECHECK = _filecheck()
+config.substitutions.append((r"(?<![\w/.=-])FileCheck\b", FILECHECK))
+
+lit_config.note(f"fuser-opt: {FUSER_OPT}")
+lit_config.note(f"FileCheck: {FILECHECK}")

@@ -10,7 +10,11 @@ type into a function argument or a ``fuser.empty``, at most once per buffer.
 
     "fuser.add"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
     ==> error: 'fuser.add' op operand 1 has shape [5], which does not
-        broadcast with [4]
+        broadcast with dim 0 of size 4
+
+Every message is listed in dialect/README.md and has a case in
+lit_tests/passes/verify.mlir; test/test_verify.py checks both against the
+string and f-string literals of this module, so write new messages as literals.
 """
 
 from __future__ import annotations

@@ -118,18 +118,21 @@ class SizeEmitter:
                 values.append(size)
         if not values:
             return self.constant(scale // p.divisor, loc=loc)
-        key = ("product", tuple(id(v) for v in values), scale, p.divisor)
-        if key in self._cache:
-            return self._cache[key]
         total = values[0]
         for v in values[1:]:
-            total = create("mul", [total, v], _i64(), loc=loc)
+            total = self._cached(("mul", id(total), id(v)), lambda a=total, b=v: create("mul", [a, b], _i64(), loc=loc))
         if scale != 1:
-            total = create("mul", [total, self.constant(scale, loc=loc)], _i64(), loc=loc)
+            factor = self.constant(scale, loc=loc)
+            total = self._cached(("mul", id(total), id(factor)), lambda a=total: create("mul", [a, factor], _i64(), loc=loc))
         if p.divisor != 1:
-            total = self._exact_divide(total, p.divisor, loc=loc)
-        self._cache[key] = total
+            total = self._cached(("div", id(total), p.divisor), lambda a=total: self._exact_divide(a, p.divisor, loc=loc))
         return total
+
+    def _cached(self, key: tuple, build) -> ir.Value:
+        """The value cached under ``key`` (ids of cached values, which the cache keeps alive)."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
 
     def _exact_divide(self, value: ir.Value, divisor: int, *, loc: ir.Location) -> ir.Value:
         f64 = ir.F64Type.get()

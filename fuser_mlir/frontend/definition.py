@@ -313,7 +313,11 @@ class FusionDefinition:
         self._outputs.append(_OutputEntry(tensor.id, tensor.id, None, True, loc))
 
     def _add_alias_output(self, tensor: Tensor, alias_input, api: str, loc: Loc) -> None:
-        target = self._output_tensor(alias_input, api, "alias_input")
+        if not isinstance(alias_input, Tensor):
+            got = "a Scalar" if isinstance(alias_input, Scalar) else type(alias_input).__name__
+            raise DefinitionError(f"{api}: alias_input must be a tensor input of this fusion (from fd.define_tensor), got {got}")
+        self._check_own(alias_input, api, "alias_input")
+        target = alias_input
         index = self._input_of_value.get(target.id)
         if index is None:
             raise DefinitionError(f"{api}: alias_input must be an input of this fusion (from fd.define_tensor), but it is the result of an op defined at {target.loc.short}")

@@ -1,0 +1,275 @@
+"""Every DefinitionError the frontend raises: triggered, and its message checked."""
+
+import re
+
+import numpy as np
+import pytest
+
+from fuser_mlir.errors import DefinitionError, InputError
+from fuser_mlir.frontend import DataType, FusionDefinition
+
+
+def raises(message: str):
+    return pytest.raises(DefinitionError, match=re.escape(message))
+
+
+def defined():
+    with FusionDefinition("f") as fd:
+        t = fd.define_tensor([-1, -1])
+        fd.add_output(t)
+    return fd, t
+
+
+# -- the with block ----------------------------------------------------------------
+
+
+def test_ops_after_the_with_block():
+    fd, t = defined()
+    with raises("fd.ops.exp called after the `with FusionDefinition() as fd:` block of 'f'; define inputs, ops and outputs inside the block"):
+        fd.ops.exp(t)
+    with raises("fd.ops.add called after the `with"):
+        t + 1.0
+    with raises("fd.add_output called after"):
+        fd.add_output(t)
+
+
+def test_ops_before_the_with_block():
+    fd = FusionDefinition("g")
+    with raises("fd.define_tensor called before the `with FusionDefinition() as fd:` block of 'g'"):
+        fd.define_tensor([-1])
+
+
+def test_a_definition_is_entered_once():
+    fd, _ = defined()
+    with raises("FusionDefinition 'f' was already defined; create a new FusionDefinition for a new fusion"):
+        with fd:
+            pass
+
+
+def test_execute_inside_the_block():
+    with FusionDefinition() as fd:
+        with raises("fd.execute called inside the `with` block of 'fusion'; run the fusion after the block ends"):
+            fd.execute([])
+
+
+def test_a_handle_has_no_truth_value():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1])
+        with raises("has no truth value while the fusion is being defined; use fd.ops.where(cond, a, b)"):
+            if t > 0:
+                pass
+
+
+def test_name_must_be_a_string():
+    with raises("FusionDefinition: name must be a non-empty string, got 3"):
+        FusionDefinition(3)
+
+
+# -- operands ------------------------------------------------------------------------
+
+
+def test_a_handle_from_another_fusion():
+    _, other = defined()
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1, -1])
+        with raises("fd.ops.add: operand 1 belongs to another FusionDefinition ('f', defined at test_frontend_errors.py:"):
+            fd.ops.add(t, other)
+        with raises("use values defined in this fusion"):
+            t * other
+
+
+def test_an_operand_that_is_not_a_value():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1])
+        with raises("fd.ops.mul: operand 1 must be a Tensor or Scalar of this fusion or a Python number, got ndarray; define it with fd.define_tensor or fd.define_scalar"):
+            fd.ops.mul(t, np.ones(3))
+        with raises("fd.ops.sum: operand 0 must be a Tensor of this fusion, got a Scalar"):
+            fd.ops.sum(fd.define_scalar(), dims=[0])
+
+
+def test_dtype_must_be_a_datatype():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1])
+        with raises("fd.ops.cast: dtype must be a DataType (e.g. DataType.Float), got 'float99'"):
+            fd.ops.cast(t, "float99")
+        with raises("fd.define_tensor: dtype must be a DataType"):
+            fd.define_tensor([-1], dtype=object)
+
+
+def test_ops_pytorch_rejects_for_the_dtype():
+    with FusionDefinition() as fd:
+        f = fd.define_tensor([-1])
+        b = fd.define_tensor([-1], dtype=DataType.Bool)
+        with raises("fd.ops.bitwise_and: needs integer or Bool operands, got Float; cast them with fd.ops.cast(t, DataType.Int)"):
+            f & f
+        with raises("fd.ops.sub: is not defined on Bool operands (as in PyTorch); use fd.ops.bitwise_xor for Bools"):
+            b - b
+        with raises("fd.ops.neg: is not defined on Bool operands (as in PyTorch); use fd.ops.logical_not for Bools"):
+            -b
+
+
+# -- inputs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([-1, 0], "fd.define_tensor: shape[1] is 0; sizes are -1 (symbolic), 1 (broadcast dim) or a static size > 1"),
+    ([-2], "shape[0] is -2"),
+    ([1.5], "shape[0] is 1.5"),
+    (4, "fd.define_tensor: shape must be a list of ints (-1 symbolic, 1 broadcast, N static), got 4"),
+])
+def test_bad_tensor_shapes(shape, message):
+    with FusionDefinition() as fd:
+        with raises(message):
+            fd.define_tensor(shape)
+
+
+def test_bad_contiguity_and_stride_order():
+    with FusionDefinition() as fd:
+        with raises("fd.define_tensor: contiguity has 1 entries, but shape [-1, -1] has 2 dims; give one per dim (None for broadcast dims)"):
+            fd.define_tensor([-1, -1], contiguity=[True])
+        with raises("fd.define_tensor: contiguity[1] is None, but dim 1 has size -1, not a broadcast dim; pass True or False"):
+            fd.define_tensor([-1, -1], contiguity=[True, None])
+        with raises("contiguity[0] is None, but dim 1 (entry 0 in allocation order) has size 4"):
+            fd.define_tensor([-1, 4], contiguity=[None, True], stride_order=[0, 1])
+        with raises("fd.define_tensor: stride_order [0, 0] must be a permutation of 0..1 (0 = the fastest dim)"):
+            fd.define_tensor([-1, -1], stride_order=[0, 0])
+
+
+def test_bad_scalars():
+    with FusionDefinition() as fd:
+        with raises("fd.define_scalar: value must be a Python number (or None for a runtime input), got 'x'"):
+            fd.define_scalar("x")
+        with raises("the constant 2.5 is not an integer, so it cannot be Int; pass an int or a float DataType"):
+            fd.define_scalar(2.5, dtype=DataType.Int)
+        with raises("the constant 4294967296 does not fit in Int32"):
+            fd.define_scalar(2**32, dtype=DataType.Int32)
+
+
+# -- outputs --------------------------------------------------------------------------
+
+
+def test_outputs_must_be_tensors_of_this_fusion():
+    _, other = defined()
+    with FusionDefinition() as fd:
+        s = fd.define_scalar()
+        with raises("fd.add_output: the output is a Scalar, but fusion outputs are tensors; make it one with fd.ops.broadcast_in_dim(s, shape=[1], broadcast_dims=[])"):
+            fd.add_output(s)
+        with raises("fd.add_output: the output must be a Tensor of this fusion (from fd.define_tensor or fd.ops), got ndarray"):
+            fd.add_output(np.zeros(3))
+        with raises("fd.add_output: the output belongs to another FusionDefinition ('f'"):
+            fd.add_output(other)
+
+
+def test_alias_errors():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        h = fd.define_tensor([-1, -1], dtype=DataType.Half)
+        b = fd.define_tensor([-1, 1])
+        s4 = fd.define_tensor([-1, 4])
+        s = fd.define_scalar()
+        y = fd.ops.exp(x)
+        with raises("fd.add_output: alias_input must be an input of this fusion (from fd.define_tensor), but it is the result of an op defined at test_frontend_errors.py:"):
+            fd.add_output(x, alias_input=y)
+        with raises("fd.add_output: alias_input must be a tensor input of this fusion (from fd.define_tensor), got a Scalar"):
+            fd.add_output(y, alias_input=s)
+        with raises("fd.add_output: the output has dtype Float, but alias input 1 has Half; cast it first with fd.ops.cast(t, DataType.Half)"):
+            fd.add_output(y, alias_input=h)
+        with raises("fd.add_output: the output has shape [-1, -1], but alias input 2 has shape [-1, 1]; dim 1 is a broadcast dim (size 1) in only one of them"):
+            fd.add_output(y, alias_input=b)
+        with raises("fd.add_output: the output has shape [-1], but alias input 0 has shape [-1, -1]; an in-place output must have its input's shape"):
+            fd.add_output(fd.ops.sum(y, [0]), alias_input=x)
+        with raises("fd.add_output: the output has shape [-1, 3], but alias input 3 has shape [-1, 4]; dim 1 differs"):
+            fd.add_output(fd.ops.broadcast_in_dim(fd.define_tensor([-1, 1]), [-1, 3], [0, 1]), alias_input=s4)
+        fd.add_output(y, alias_input=x)
+        with raises("fd.add_output: input 0 already receives output 0; an input buffer holds one output, so alias another input or add a plain output"):
+            fd.add_output(y * 2, x)
+
+
+# -- dims and shapes ------------------------------------------------------------------
+
+
+def test_reduction_dims():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1, -1])
+        with raises("fd.ops.sum: dims entry 2 is out of range for a tensor of rank 2 (valid: -2 to 1)"):
+            fd.ops.sum(t, dims=[2])
+        with raises("fd.ops.max: dims names dim 1 twice ([1, -1])"):
+            fd.ops.max(t, dims=[1, -1])
+        with raises("fd.ops.prod: dims is empty; pass dims=None to reduce every dim"):
+            fd.ops.prod(t, dims=[])
+        with raises("fd.ops.mean: dims must be a list of ints, got ['a']"):
+            fd.ops.mean(t, dims=["a"])
+        with raises("fd.ops.mean: dtype must be a floating-point DataType, got Int"):
+            fd.ops.mean(t, dims=[0], dtype=DataType.Int)
+        with raises("fd.ops.var_mean: correction must be a number, got 'x'"):
+            fd.ops.var_mean(t, dims=[0], correction="x")
+        with raises("fd.ops.var_mean: the operand is 0-d; there is no dim to compute a variance over"):
+            fd.ops.var_mean(fd.ops.sum(t), dims=None)
+
+
+def test_permute_dims():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1, -1, -1])
+        with raises("fd.ops.permute: dims [0, 1] is not a permutation of the operand's 3 dims"):
+            fd.ops.permute(t, [0, 1])
+        with raises("fd.ops.permute: dims entry 3 is out of range"):
+            fd.ops.permute(t, [0, 1, 3])
+
+
+def test_broadcast_in_dim_arguments():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1, 1])
+        s = fd.define_tensor([-1, 4])
+        bid = fd.ops.broadcast_in_dim
+        with raises("fd.ops.broadcast_in_dim: broadcast_dims has 1 entries, but the operand has rank 2; give one result dim per operand dim"):
+            bid(t, [-1, 3, 2], [0])
+        with raises("fd.ops.broadcast_in_dim: broadcast_dims [1, 0] must be increasing and within the result rank 3"):
+            bid(t, [-1, 3, 2], [1, 0])
+        with raises("fd.ops.broadcast_in_dim: result dim 2 is new (not in broadcast_dims), so shape[2] must be a static size (1 for a broadcast dim), not -1"):
+            bid(t, [-1, 3, -1], [0, 1])
+        with raises("fd.ops.broadcast_in_dim: shape[0] is 1, but operand dim 0 (size -1) is not a broadcast dim; pass -1 to keep its size"):
+            bid(t, [1, 3], [0, 1])
+        with raises("fd.ops.broadcast_in_dim: shape[1] is 5, but operand dim 1 has the static size 4"):
+            bid(s, [-1, 5], [0, 1])
+        with raises("fd.ops.broadcast_in_dim: shape[1] is 0; sizes are -1 (keep the operand's size) or positive"):
+            bid(s, [-1, 0], [0, 1])
+        wide = bid(t, [3, 1], [0, 1])  # binds dim 0 of t to 3
+        with raises("fd.ops.broadcast_in_dim: shape[0] is 5, but operand dim 0 is bound to size 3"):
+            bid(t, [5, 1], [0, 1])
+        assert wide.shape == (-1, 1)
+        with raises("fd.ops.broadcast: is_broadcast_dim has 1 False entries, but the operand has rank 2; mark each operand dim False"):
+            fd.ops.broadcast(t, [True, False])
+
+
+def test_reshape_arguments():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor([-1, 4])
+        u = fd.define_tensor([2, 3])
+        with raises("fd.ops.reshape: new_shape [-1, -1] has more than one -1; only one size can be inferred"):
+            fd.ops.reshape(t, [-1, -1])
+        with raises("fd.ops.reshape: new_shape[1] is 0; sizes are positive, or -1 once for an inferred size"):
+            fd.ops.reshape(t, [4, 0])
+        with raises("fd.ops.reshape: cannot reshape [2, 3] (6 elements) into [4, -1]"):
+            fd.ops.reshape(u, [4, -1])
+        with raises("fd.ops.reshape: cannot reshape [2, 3] (6 elements) into [7]"):
+            fd.ops.reshape(u, [7])
+
+
+def test_shapes_that_cannot_broadcast():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4])
+        b = fd.define_tensor([5])
+        c = fd.define_tensor([-1, 3])
+        with raises("fd.ops.add: shapes cannot broadcast (operand 0 [4], operand 1 [5]): at dim -1 (counting from the end) operand 0 has size 4 there and operand 1 has 5; sizes must match or be 1 (a broadcast dim)"):
+            a + b
+        bound = fd.ops.broadcast_in_dim(fd.define_tensor([-1]), [4], [0])  # binds that input to 4
+        with raises("fd.ops.where: shapes cannot broadcast (operand 1 [-1], operand 2 [5]): at dim -1 (counting from the end) operand 1 is bound to size 4 there and operand 2 to 5"):
+            fd.ops.where(True, fd.ops.set(bound), b)
+        with raises("fd.ops.mul: shapes cannot broadcast (operand 0 [-1, 3], operand 1 [4])"):
+            c * a
+
+
+def test_given_outputs_must_match_the_visible_outputs():
+    fd, _ = defined()
+    with pytest.raises(InputError, match=re.escape("given_outputs has 2 entries, but fusion 'f' has 1 visible outputs; give one bool per visible output")):
+        fd.fusion_ir((True, False))

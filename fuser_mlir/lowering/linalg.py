@@ -20,6 +20,12 @@ The element computations come from :mod:`fuser_mlir.lowering.scalar`.
 
 Result sizes that are dynamic are taken with ``tensor.dim`` from an operand
 that has the same size in that dim.
+
+Booleans are stored as ``i8`` (0 or 1, like NumPy's ``bool``): every lowered
+tensor of ``i1`` values has the *storage type* ``tensor<...xi8>``, and generic
+bodies convert to ``i1`` on entry (``!= 0``) and back on exit (``extui``).
+MLIR's ``finalize-memref-to-llvm`` cannot store ``i1`` elements (it asserts on
+sub-byte types), and this keeps every buffer byte-addressed. Scalars stay ``i1``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,36 @@ from fuser_mlir.lowering import scalar as S
 from fuser_mlir.lowering.scalar import building
 
 BodyFn = Callable[[list[ir.Value]], ir.Value]
+
+
+# -- storage types ------------------------------------------------------------
+
+
+def storage_element(elem: ir.Type) -> ir.Type:
+    """The element type a tensor holds in memory: ``i8`` for ``i1``."""
+    return ir.IntegerType.get_signless(8) if T.is_bool(elem) else elem
+
+
+def storage_type(type_: ir.Type) -> ir.Type:
+    """A tensor type with its storage element type; scalars unchanged."""
+    if not T.is_tensor(type_):
+        return type_
+    return T.tensor_type(T.shape(type_), storage_element(T.element_type(type_)))
+
+
+def _to_logical(element: ir.Value) -> ir.Value:
+    """A stored ``i8`` boolean -> ``i1`` (any non-zero byte is true)."""
+    if str(element.type) != "i8":
+        return element
+    zero = arith.ConstantOp(element.type, ir.IntegerAttr.get(element.type, 0)).result
+    return arith.CmpIOp(arith.CmpIPredicate.ne, element, zero).result
+
+
+def _to_storage(element: ir.Value) -> ir.Value:
+    """An ``i1`` -> its stored ``i8`` (0 or 1)."""
+    if not T.is_bool(element.type):
+        return element
+    return arith.ExtUIOp(ir.IntegerType.get_signless(8), element).result
 
 
 # -- small builders -----------------------------------------------------------
@@ -52,13 +88,14 @@ def dim_size(value: ir.Value, dim: int, *, loc=None, ip=None) -> ir.Value:
 
 
 def empty(result_type: ir.RankedTensorType, sizes: Sequence[ir.Value], *, loc=None, ip=None) -> ir.Value:
-    """``tensor.empty`` of ``result_type``; ``sizes`` has one index per ``?``."""
+    """``tensor.empty`` of ``result_type`` (its storage type); ``sizes`` has one
+    index per ``?``."""
     with building(loc, ip):
         mixed: list[int | ir.Value] = []
         dynamic = iter(sizes)
         for size in T.shape(result_type):
             mixed.append(next(dynamic) if size is None else size)
-        return tensor.EmptyOp(mixed, T.as_tensor(result_type).element_type).result
+        return tensor.EmptyOp(mixed, storage_element(T.as_tensor(result_type).element_type)).result
 
 
 def _iterator(kind: str) -> ir.Attribute:
@@ -83,7 +120,8 @@ def generic(
     ip=None,
 ) -> ir.Value:
     """A one-result ``linalg.generic``; ``body(input_elements, out_element)``
-    builds the yielded element inside the region."""
+    builds the yielded element inside the region. The body sees booleans as
+    ``i1`` whatever their storage."""
     with building(loc, ip):
         maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, output_map]])
         kinds = ir.ArrayAttr.get([_iterator(k) for k in iterators])
@@ -91,8 +129,8 @@ def generic(
         element_types = [T.element_type(v.type) for v in [*inputs, init]]
         block = op.regions[0].blocks.append(*element_types)
         with ir.InsertionPoint(block):
-            args = list(block.arguments)
-            linalg.YieldOp([body(args[:-1], args[-1])])
+            args = [_to_logical(a) for a in block.arguments]
+            linalg.YieldOp([_to_storage(body(args[:-1], args[-1]))])
         return op.result
 
 
@@ -160,11 +198,8 @@ def copy(value: ir.Value, *, loc=None, ip=None) -> ir.Value:
     with building(loc, ip):
         if not T.is_tensor(value.type):
             raise ValueError("copy() needs a tensor value")
-        rank = T.rank(value.type)
         sizes = [dim_size(value, d) for d, size in enumerate(T.shape(value.type)) if size is None]
-        init = empty(value.type, sizes)
-        identity = _map(rank, range(rank))
-        return generic([value], [identity], init, identity, ["parallel"] * rank, lambda xs, _: xs[0])
+        return linalg.copy(value, outs=[empty(value.type, sizes)])
 
 
 def broadcast_in_dim(value: ir.Value, result_type: ir.Type, broadcast_dims: Sequence[int], *, loc=None, ip=None) -> ir.Value:
@@ -203,14 +238,14 @@ def reshape(value: ir.Value, result_type: ir.Type, sizes: Sequence[ir.Value], *,
         ]
         shape_type = ir.RankedTensorType.get([len(extents)], index)
         shape = tensor.FromElementsOp(shape_type, extents).result
-        return tensor.ReshapeOp(result_type, value, shape).result
+        return tensor.ReshapeOp(storage_type(result_type), value, shape).result
 
 
 def _reshape_single(value: ir.Value, result_type: ir.Type) -> ir.Value:
     """A reshape from or to a 0-d tensor: both hold exactly one element."""
     zero = index_constant(0)
     element = tensor.ExtractOp(value, [zero] * T.rank(value.type)).result
-    return tensor.FromElementsOp(result_type, [element]).result
+    return tensor.FromElementsOp(storage_type(result_type), [element]).result
 
 
 # -- reductions ---------------------------------------------------------------

@@ -18,6 +18,10 @@ element, with PyTorch's semantics (``dialect/README.md``):
   ``INT_MIN % -1`` is 0; integer ``pow`` follows PyTorch (wrapping, and for a
   negative exponent ``1``, ``+-1`` or ``0``).
 - ``sign(NaN)`` is 0, as PyTorch's ``(0 < x) - (x < 0)`` kernel gives.
+- ``expm1`` calls libm's ``expm1f``/``expm1`` (:data:`LIBM_CALLS`) instead of
+  ``math.expm1``, which ``convert-math-to-llvm`` expands as ``exp(x) - 1``
+  (all precision lost near 0). Whoever lowers a function declares the callees
+  (``fuser-lower-to-cpu`` does).
 
 All public helpers take IR values first and end with keyword-only
 ``loc``/``ip``; without them they use the current Location and InsertionPoint.
@@ -28,7 +32,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 
-from fuser_mlir._mlir import arith, ir, math, scf
+from fuser_mlir._mlir import arith, func, ir, math, scf
 from fuser_mlir.dialect import types as T
 
 _HALF = ("f16", "bf16")
@@ -85,10 +89,12 @@ def _narrow(value: ir.Value, type_: ir.Type) -> ir.Value:
 
 # -- unary --------------------------------------------------------------------
 
+#: Unary ops lowered to a libm call: op -> {element type: function name}.
+LIBM_CALLS: dict[str, dict[str, str]] = {"expm1": {"f32": "expm1f", "f64": "expm1"}}
+
 _MATH_UNARY: dict[str, type] = {
     "exp": math.ExpOp,
     "exp2": math.Exp2Op,
-    "expm1": math.ExpM1Op,
     "log": math.LogOp,
     "log2": math.Log2Op,
     "log10": math.Log10Op,
@@ -119,7 +125,14 @@ def _sigmoid(x: ir.Value) -> ir.Value:
     return arith.DivFOp(one, denominator).result
 
 
+def _libm_call(name: str, x: ir.Value) -> ir.Value:
+    callee = LIBM_CALLS[name][str(x.type)]
+    return func.CallOp([x.type], ir.FlatSymbolRefAttr.get(callee), [x]).result
+
+
 def _float_unary(name: str, x: ir.Value) -> ir.Value:
+    if name in LIBM_CALLS:
+        return _libm_call(name, x)
     if name in _MATH_UNARY:
         return _MATH_UNARY[name](x).result
     if name == "reciprocal":

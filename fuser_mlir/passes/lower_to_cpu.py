@@ -106,8 +106,9 @@ def _callers(module: ir.Operation, names: set[str]) -> list[tuple[ir.Operation, 
 
 
 def strided_memref_type(tensor_type: ir.Type) -> ir.MemRefType:
-    """``tensor<?x4xf32>`` -> ``memref<?x4xf32, strided<[?, ?], offset: ?>>``."""
-    tensor = T.as_tensor(tensor_type)
+    """``tensor<?x4xf32>`` -> ``memref<?x4xf32, strided<[?, ?], offset: ?>>``
+    (``i1`` elements are stored as ``i8``)."""
+    tensor = T.as_tensor(L.storage_type(tensor_type))
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * tensor.rank)
     return ir.MemRefType.get(list(tensor.shape), tensor.element_type, layout)
@@ -175,7 +176,7 @@ class _SegmentLowering:
         if value in self.values:
             return self.values[value]
         memref = self.memrefs[value]
-        tensor = bufferization.ToTensorOp(value.type, memref, restrict=True).result
+        tensor = bufferization.ToTensorOp(L.storage_type(value.type), memref, restrict=True).result
         self.values[value] = tensor
         return tensor
 
@@ -191,7 +192,7 @@ class _SegmentLowering:
         """Whether ``value`` is a linalg result not yet stored anywhere, so that
         bufferization can compute it straight into a destination; marks it."""
         owner = value.owner
-        if isinstance(owner, ir.Block) or owner.name not in ("linalg.generic", "linalg.fill"):
+        if isinstance(owner, ir.Block) or owner.name not in ("linalg.generic", "linalg.fill", "linalg.copy"):
             return False
         if value in self.stored:
             return False
@@ -242,6 +243,28 @@ def lower_segment(function: ir.Operation) -> None:
     function.erase()
 
 
+def declare_callees(module: ir.Operation) -> None:
+    """Declare ``func.func private @f(T) -> T`` for every function the lowered
+    code calls that the module does not define (libm calls, see
+    :data:`fuser_mlir.lowering.scalar.LIBM_CALLS`)."""
+    body = module.regions[0].blocks[0]
+    defined = {symbol_name(op.operation) for op in body.operations if "sym_name" in op.operation.attributes}
+    wanted: dict[str, ir.FunctionType] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            types = ([v.type for v in op.operands], [v.type for v in op.results])
+            wanted.setdefault(callee, ir.FunctionType.get(*types))
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    with ir.Location.unknown(), ir.InsertionPoint.at_block_begin(body):
+        for name, type_ in wanted.items():
+            if name not in defined:
+                func.FuncOp(name, type_, visibility="private")
+
+
 def _check_op(op: ir.Operation) -> str | None:
     """The diagnostic for an op the lowering cannot take, or None."""
     name = O.short_name(op.name)
@@ -281,3 +304,5 @@ class LowerToCpuPass(FuserPass):
             raise PassFailure()
         for function in segments:
             lower_segment(function)
+        if segments:
+            declare_callees(module)

@@ -46,13 +46,14 @@ def stride_order(array: np.ndarray) -> tuple[int, ...]:
     return tuple(ranks)
 
 
-def contiguity(array: np.ndarray) -> tuple[bool | None, ...]:
+def contiguity(array: np.ndarray, order: Sequence[int] | None = None) -> tuple[bool | None, ...]:
     """Per dim: None for a size-1 dim, else whether the dim is dense in memory
-    given the dims that are faster than it (nvFuser's contiguity)."""
+    given the dims that are faster than it in ``order`` (a stride order as
+    nvFuser writes it; default: the array's own)."""
+    order = stride_order(array) if order is None else tuple(order)
     flags: list[bool | None] = [None] * array.ndim
-    order = sorted(range(array.ndim), key=lambda d: (abs(array.strides[d]), d))
     expected = array.itemsize
-    for dim in order:
+    for dim in sorted(range(array.ndim), key=lambda d: order[d]):
         if array.shape[dim] == 1:
             continue
         flags[dim] = array.strides[dim] == expected
@@ -83,7 +84,8 @@ def _check_tensor(spec, index: int, value: object) -> np.ndarray:
             continue
         what = "a broadcast dim of size 1" if declared == 1 else f"size {declared}"
         raise InputError(f"input {index} dim {dim} has size {actual}, but the definition declares {what}")
-    flags = contiguity(value)
+    declared_order = spec.stride_order or tuple(range(value.ndim - 1, -1, -1))
+    flags = contiguity(value, declared_order)
     for dim, declared in enumerate(spec.contiguity or ()):
         if declared and flags[dim] is False:
             raise InputError(

@@ -1,0 +1,139 @@
+"""FusionExecutorCache: one compilation per signature, symbolic sizes, input
+validation before anything runs, and given (preallocated) outputs."""
+
+import numpy as np
+import pytest
+
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache, InputError
+
+RNG = np.random.default_rng(20261130)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def exp_add_sum():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[1, -1], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        t = fd.ops.exp(x + y) * s
+        fd.add_output(fd.ops.sum(t, dims=[1]))
+        fd.add_output(t)
+    return fd
+
+
+def reference(x, y, s):
+    t = np.exp(x.astype(np.float64) + y) * s
+    return [t.sum(axis=1), t]
+
+
+def check(outs, refs, rtol=1e-5, atol=1e-5):
+    assert len(outs) == len(refs)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+
+
+def test_compiles_once_per_signature_and_sizes_are_symbolic():
+    fec = FusionExecutorCache(exp_add_sum())
+    for shape in [(8, 16), (5, 7), (1, 33), (8, 16)]:
+        x, y = rand(*shape), rand(1, shape[1])
+        x0, y0 = x.copy(), y.copy()
+        check(fec.run([x, y, 0.5]), reference(x0, y0, 0.5))
+        np.testing.assert_array_equal(x, x0)
+        np.testing.assert_array_equal(y, y0)
+    # a size-1 dim where a symbolic one is declared is a new signature (broadcast dims are keyed)
+    assert fec.stats.compilations == 2
+    assert fec.stats.misses == 2 and fec.stats.hits == 2
+
+
+def test_non_contiguous_inputs_are_a_new_signature_and_read_through_strides():
+    fec = FusionExecutorCache(exp_add_sum())
+    base = rand(16, 8)
+    x = base.T  # (8, 16), column-major
+    y = rand(1, 32)[:, ::2]
+    check(fec.run([x, y, 2.0]), reference(x, y, 2.0))
+    check(fec.run([np.ascontiguousarray(x), np.ascontiguousarray(y), 2.0]), reference(x, y, 2.0))
+    assert fec.stats.compilations == 2
+
+
+def test_given_outputs_are_written_in_place_and_returned():
+    fd = exp_add_sum()
+    x, y = rand(6, 10), rand(1, 10)
+    out0 = np.full(6, np.nan, np.float32)
+    wide = np.full((6, 20), np.nan, np.float32)
+    out1 = wide[:, ::2]  # strided destination
+    res = fd.execute([x, y, 1.5], outputs=[out0, out1])
+    assert res[0] is out0 and res[1] is out1
+    check([out0, out1], reference(x, y, 1.5))
+    assert np.isnan(wide[:, 1::2]).all()  # nothing written between the strides
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        (lambda: [rand(4, 5), rand(1, 5)], "the fusion takes 3 inputs (2 tensors, 1 scalars), got 2"),
+        (lambda: [rand(4, 5), rand(1, 5), rand(3)], "input 2 is a scalar (Double) of the definition"),
+        (lambda: [1.0, rand(1, 5), 1.0], "input 0 is a tensor of the definition (shape [-1, -1])"),
+        (lambda: [rand(4, 5, dtype=np.float64), rand(1, 5), 1.0], "input 0 has dtype float64, but the definition declares Float (float32)"),
+        (lambda: [rand(4, 5, 2), rand(1, 5), 1.0], "input 0 has rank 3 (shape [4, 5, 2]), but the definition declares rank 2"),
+        (lambda: [rand(4, 5), rand(2, 5), 1.0], "input 1 dim 0 has size 2, but the definition declares a broadcast dim of size 1"),
+        (lambda: [rand(4, 5), rand(1, 6), 1.0], "input 1 dim 1 has size 6, but input 0 dim 1, bound to the same size, has 5"),
+        (lambda: [[1, 2], rand(1, 5), 1.0], "input 0 must be a NumPy array of dtype float32, got builtins.list"),
+    ],
+)
+def test_bad_inputs_are_rejected_before_running(inputs, message):
+    fec = FusionExecutorCache(exp_add_sum())
+    with pytest.raises(InputError) as err:
+        fec.run(inputs())
+    assert message in str(err.value)
+    assert fec.stats.compilations == 0
+
+
+def test_declared_contiguity_is_checked():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(x))
+    with pytest.raises(InputError, match="input 0 is not contiguous in dim 0"):
+        fd.execute([rand(8, 6).T])
+    (out,) = fd.execute([rand(6, 8)[:, :]])
+    assert out.shape == (6, 8)
+
+
+@pytest.mark.parametrize(
+    "make_outputs, message",
+    [
+        (lambda x: [None], "the fusion has 2 outputs, but outputs has 1 entries"),
+        (lambda x: [np.empty(5, np.float32), None], "output 0 has shape [5], but the fusion produces shape [6]"),
+        (lambda x: [np.empty(6, np.float64), None], "output 0 has dtype float64, but the fusion produces Float (float32)"),
+        (lambda x: [_read_only(np.empty(6, np.float32)), None], "output 0 is read-only"),
+        (lambda x: [None, x], "output 1 overlaps input 0, which is not its declared alias"),
+        (lambda x: ["not an array", None], "output 0 must be a NumPy array or None, got builtins.str"),
+    ],
+)
+def test_bad_outputs_are_rejected_and_nothing_is_written(make_outputs, message):
+    fd = exp_add_sum()
+    x, y = rand(6, 10), rand(1, 10)
+    x0 = x.copy()
+    with pytest.raises(InputError) as err:
+        fd.execute([x, y, 1.0], outputs=make_outputs(x))
+    assert message in str(err.value)
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_given_outputs_that_overlap_each_other_are_rejected():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x + 1.0)
+        fd.add_output(x * 2.0)
+    x = rand(8)
+    buf = np.full(12, np.nan, np.float32)
+    with pytest.raises(InputError, match="output 0 overlaps output 1"):
+        fd.execute([x], outputs=[buf[:8], buf[4:]])
+    assert np.isnan(buf).all()
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a

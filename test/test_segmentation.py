@@ -1,0 +1,158 @@
+"""Segmented fusions end to end: the same results with and without forced
+cuts, reductions broadcast back, outputs consumed by later segments, many
+segments, and intermediates freed after their last use."""
+
+import numpy as np
+import pytest
+
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+
+RNG = np.random.default_rng(4)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def chain(cut: bool):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t = fd.ops.exp(x * 0.5)
+        if cut:
+            t = fd.ops.segment_set(t)
+        t = fd.ops.tanh(t + y)
+        if cut:
+            t = fd.ops.segment_set(t)
+        fd.add_output(t * y - 1.0)
+    return fd
+
+
+def softmax(cut: bool):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        if cut:
+            x = fd.ops.segment_set(x)
+        m = fd.ops.max(x, dims=[1], keepdim=True)
+        e = fd.ops.exp(x - m)
+        if cut:
+            e = fd.ops.segment_set(e)
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    return fd
+
+
+def layer_norm(cut: bool):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        mean = fd.ops.mean(x, dims=[1], keepdim=True)
+        centered = x - mean
+        if cut:
+            centered = fd.ops.segment_set(centered)
+        var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
+        y = centered * fd.ops.rsqrt(var + 1e-5)
+        fd.add_output(y * w + b)
+        fd.add_output(mean)
+    return fd
+
+
+def ref_chain(x, y):
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    return [np.tanh(np.exp(x * 0.5) + y) * y - 1.0]
+
+
+def ref_softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return [e / e.sum(axis=1, keepdims=True)]
+
+
+def ref_layer_norm(x, w, b):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return [(x - mean) / np.sqrt(var + 1e-5) * w + b, mean]
+
+
+CASES = {
+    "chain": (chain, ref_chain, lambda: [rand(33, 17), rand(33, 17)]),
+    "softmax": (softmax, ref_softmax, lambda: [rand(19, 40)]),
+    "layer_norm": (layer_norm, ref_layer_norm, lambda: [rand(21, 64), rand(64), rand(64)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_forced_cuts_give_the_same_results(case):
+    build, ref, make_inputs = CASES[case]
+    inputs = make_inputs()
+    before = [a.copy() for a in inputs]
+    expected = ref(*inputs)
+    results = {}
+    for cut in (False, True):
+        fec = FusionExecutorCache(build(cut))
+        compiled, _, _ = fec.compiled_for(inputs)
+        outs = fec.run(inputs)
+        for out, r in zip(outs, expected):
+            np.testing.assert_allclose(out, r, rtol=2e-5, atol=2e-5)
+        results[cut] = (compiled.num_segments, outs)
+        for a, b in zip(inputs, before):
+            np.testing.assert_array_equal(a, b)
+    assert results[True][0] > results[False][0]
+    for fused, cut in zip(results[False][1], results[True][1]):
+        np.testing.assert_allclose(fused, cut, rtol=1e-6, atol=1e-6)
+
+
+def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[1], keepdim=True)
+        fd.add_output(s)
+        fd.add_output(x - s)  # s broadcast back: a later segment reads the output buffer
+    x = rand(12, 9)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([x])
+    assert compiled.num_segments == 2
+    assert not [b for b in compiled.plan.buffers if b.kind == "intermediate"]
+    s, d = fd.execute([x])
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(s, x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(d, x64 - x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_a_fusion_of_twelve_segments():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        t = x
+        for i in range(11):
+            t = fd.ops.segment_set(t * 1.5 + float(i))
+        fd.add_output(t - 2.0)
+    x = rand(100)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([x])
+    assert compiled.num_segments == 12
+    expected = x.astype(np.float64)
+    for i in range(11):
+        expected = expected * 1.5 + i
+    expected = expected - 2.0
+    (out,) = fd.execute([x])
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+def test_peak_memory_is_the_largest_live_set():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1, -1], dtype=DataType.Double)
+        t = x + x
+        t = fd.ops.sum(t, dims=[0])
+        t = fd.ops.sum(t, dims=[2])
+        fd.add_output(fd.ops.sum(t, dims=[0]))
+    x = RNG.standard_normal((32, 64, 8, 128))
+    fec = FusionExecutorCache(fd)
+    compiled, _, _ = fec.compiled_for([x])
+    assert compiled.num_segments >= 3
+    first = 64 * 8 * 128 * 8
+    second = 64 * 8 * 8
+    assert compiled.plan.peak_live_bytes([x.shape]) == x.nbytes + first + second
+    (out,) = fec.run([x])
+    np.testing.assert_allclose(out, (2 * x).sum(axis=(0, 1, 3)), rtol=1e-10)
+    assert fec.memory.peak_live_bytes == x.nbytes + first + second
+    # intermediates are allocated once each, and the output once
+    assert fec.memory.allocations == 3

@@ -4,7 +4,7 @@ Two views, one per stage of ``fuser-segment`` → ``fuser-outline-segments``:
 
 * On IR annotated by ``fuser-segment`` (ops carry ``fuser.segment = K : i64``),
   :func:`collect_segments` returns one :class:`SegmentInfo` per segment: its
-  ops, the host scalar ops it recomputes, the values it reads from outside,
+  ops, the host scalar ops it recomputes (constants, sizes, scalar arithmetic), the values it reads from outside,
   its destination writes, and the values that escape it. ``fuser-outline-segments``
   builds the segment functions from exactly this; the alias-hazard pass can
   ask which segment reads or writes a buffer. These hold ``ir`` handles: use
@@ -101,9 +101,10 @@ def is_host_op(op: ir.Operation) -> bool:
 
 def is_rematerialized(op: ir.Operation) -> bool:
     """A host scalar op that a segment recomputes instead of reading as an
-    input: constants and scalar arithmetic. ``fuser.size`` (the host knows
-    sizes) and ``fuser.empty`` stay leaves that a segment takes as inputs."""
-    return is_host_op(op) and O.short_name(op.name) not in ("size", "empty")
+    input: constants, ``fuser.size`` (of a function argument, which becomes a
+    segment input) and scalar arithmetic. So a segment's scalar inputs are
+    always scalar function arguments. ``fuser.empty`` is never recomputed."""
+    return is_host_op(op) and O.short_name(op.name) != "empty"
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
@@ -196,10 +197,10 @@ class SegmentInfo:
     id: int
     #: the ops with ``fuser.segment = id``, in program order (stores included)
     ops: list[ir.Operation] = field(default_factory=list)
-    #: host scalar ops (constants, scalar arithmetic) the segment recomputes
+    #: host scalar ops (constants, sizes, scalar arithmetic) the segment recomputes
     scalar_ops: list[ir.Operation] = field(default_factory=list)
     #: values read from outside: function arguments first (by position), then
-    #: host sizes / buffers and other segments' values, in order of first use
+    #: other segments' values (and host fuser.empty buffers), in order of first use
     inputs: list[ir.Value] = field(default_factory=list)
     #: the segment's ``fuser.store`` / ``fuser.copy`` ops, in program order
     writes: list[ir.Operation] = field(default_factory=list)

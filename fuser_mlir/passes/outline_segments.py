@@ -10,10 +10,11 @@ Effect, for every public fusion function ``@f``:
 
 * Segment ``K`` becomes ``func.func private @f_segK(%in..., %dest...) ->
   (tensors) attributes {fuser.num_inputs = k : i64}``. The inputs are the
-  values it reads from outside (function arguments, host sizes, results of
-  earlier segments), function arguments first. Its ops are copied in program
-  order, without ``fuser.segment``; constants and scalar arithmetic they use
-  are recomputed inside. There is one destination per store of the segment
+  values it reads from outside: function arguments (by position), then
+  results of earlier segments (in order of first use). Its ops are copied in
+  program order, without ``fuser.segment``; the host scalar ops they use
+  (constants, ``fuser.size`` of an argument, scalar arithmetic) are recomputed
+  inside, so a segment's scalar inputs are always scalar function arguments. There is one destination per store of the segment
   (in program order), then one per other value a later segment or the host
   reads, in program order, each written by a ``fuser.store`` appended at the
   end. The function returns the store results, one per destination.

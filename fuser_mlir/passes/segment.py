@@ -7,7 +7,7 @@ Effect: every fuser op that computes a tensor gets ``fuser.segment = K : i64``;
 nothing else changes. *Host ops* get no attribute: ``fuser.empty`` and every
 op whose results are all scalars (``fuser.size``, ``fuser.constant``, scalar
 arithmetic). ``fuser-outline-segments`` leaves them in the host function and
-recomputes constants and scalar arithmetic inside the segments that use them.
+recomputes them inside the segments that use them.
 A ``fuser.store`` gets the segment of the value it stores. Ids are dense,
 start at 0 and are a topological order: a segment only reads values of
 segments with smaller ids. The cut depends on the IR alone, so CPU and GPU
@@ -244,10 +244,12 @@ def segment_ops(func: ir.Operation) -> list[ir.Operation]:
 
 
 def check_supported(func: ir.Operation) -> None:
-    """Fail at the first op of another dialect (only ``func.return`` may appear)."""
+    """Fail at the first op of another dialect. Only ``func.return`` and the
+    ``func.call``s of a host that was already outlined (nothing to place) may
+    appear."""
     for op in body(func).operations:
         op = op.operation
-        if O.short_name(op.name) is None and op.name != "func.return":
+        if O.short_name(op.name) is None and op.name not in ("func.return", "func.call"):
             emit_error(op, f"{op_label(op)} is not a fuser op; fuser-segment only places fuser ops into segments (lower it after outlining, or express it with fuser ops)")
             raise PassFailure()
 

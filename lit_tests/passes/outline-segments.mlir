@@ -174,19 +174,20 @@ func.func @in_place(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> a
 
 // -----
 
-// A dynamic reshape: the host computes the size (fuser.size and i64
-// arithmetic stay in the host), passes it to the segment as a scalar input
-// and sizes the intermediate with it.
+// A dynamic reshape: the host computes the size for the intermediate's
+// fuser.empty; the segment recomputes it from its own input (fuser.size,
+// constants and i64 arithmetic are cloned in, so no host scalar is passed).
 // CHECK-LABEL: func.func @reshape(
 // CHECK-SAME:    %[[X:.*]]: tensor<?x4xf32>, %[[OUT:.*]]: tensor<?xf32>)
 // CHECK-NEXT:    %[[N:.*]] = "fuser.size"(%[[X]]) {dim = 0 : i64}
 // CHECK-NEXT:    %[[C4:.*]] = "fuser.constant"() {value = 4 : i64}
 // CHECK-NEXT:    %[[N4:.*]] = "fuser.mul"(%[[N]], %[[C4]]) : (i64, i64) -> i64
 // CHECK-NEXT:    %[[T:.*]] = "fuser.empty"(%[[N4]]) : (i64) -> tensor<?xf32>
-// CHECK-NEXT:    %[[A:.*]] = call @reshape_seg0(%[[X]], %[[N]], %[[T]])
+// CHECK-NEXT:    %[[A:.*]] = call @reshape_seg0(%[[X]], %[[T]])
 // CHECK-NEXT:    %[[B:.*]] = call @reshape_seg1(%[[A]], %[[OUT]])
 // CHECK-LABEL: func.func private @reshape_seg0(
-// CHECK-SAME:    %[[X:.*]]: tensor<?x4xf32>, %[[N:.*]]: i64, %[[D:.*]]: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 2 : i64}
+// CHECK-SAME:    %[[X:.*]]: tensor<?x4xf32>, %[[D:.*]]: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64}
+// CHECK-NEXT:    %[[N:.*]] = "fuser.size"(%[[X]]) {dim = 0 : i64}
 // CHECK-NEXT:    %[[C4:.*]] = "fuser.constant"() {value = 4 : i64}
 // CHECK-NEXT:    %[[N4:.*]] = "fuser.mul"(%[[N]], %[[C4]])
 // CHECK-NEXT:    "fuser.reshape"(%[[X]], %[[N4]])

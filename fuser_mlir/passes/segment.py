@@ -7,17 +7,19 @@ Effect: every fuser op that computes a tensor gets ``fuser.segment = K : i64``;
 nothing else changes. *Host ops* get no attribute: ``fuser.empty`` and every
 op whose results are all scalars (``fuser.size``, ``fuser.constant``, scalar
 arithmetic). ``fuser-outline-segments`` leaves them in the host function and
-recomputes them inside the segments that use them.
-A ``fuser.store`` gets the segment of the value it stores. Ids are dense,
-start at 0 and are a topological order: a segment only reads values of
-segments with smaller ids. The cut depends on the IR alone, so CPU and GPU
+recomputes them inside the segments that use them. A ``fuser.store`` gets
+the segment of the value it stores (except after a ``fuser.segment_set``,
+rule 1). Ids are dense, start at 0 and are a topological order: a segment
+only reads values of segments with smaller ids. The cut depends on the IR alone, so CPU and GPU
 get the same segments.
 
 Cutting rules (an op's result is *post* when it is a reduction of its
 segment or computed inside the segment from such a result):
 
 1. ``fuser.segment_set(t)`` stays with the producer of ``t`` (a copy at the
-   end of that segment); every consumer of its result is in a later segment.
+   end of that segment); every consumer of its result is in a later segment,
+   a store included: a segment_set right before an output gives a segment
+   that only copies, so a chain of N segment_sets is N + 1 segments.
 2. A post value may be used in its own segment only by pointwise ops, casts,
    ``fuser.set``/``fuser.segment_set`` and stores whose result has the post value's exact shape
    (other operands may be scalars or tensors that broadcast into it, e.g. a
@@ -150,8 +152,8 @@ class _Assigner:
     def place(self, op: ir.Operation) -> None:
         name = O.short_name(op.name)
         reads = list(op.operands)[:1] if name in O.DESTINATION_WRITES else list(op.operands)
-        if name == "store" and self.producer(reads[0]) is not None:
-            self.assign(op, self.seg[self.producer(reads[0])], reads)
+        if name == "store" and self.stored_with(reads[0]) is not None:
+            self.assign(op, self.seg[self.stored_with(reads[0])], reads)
             return
         k = self.earliest(op, reads)
         if name == "copy":
@@ -217,12 +219,20 @@ class _Assigner:
             for member in members or ():
                 self.seg[member] = target
 
+    def stored_with(self, value: ir.Value) -> ir.Operation | None:
+        """The op whose segment a store of ``value`` joins: the producer,
+        unless it is a segment_set (rule 1 cuts before every consumer)."""
+        p = self.producer(value)
+        if p is None or O.short_name(p.name) == "segment_set":
+            return None
+        return p
+
     def follow_values(self) -> None:
         """Stores go where the value they store is computed."""
         for op in self.ops:
             if O.short_name(op.name) != "store":
                 continue
-            p = self.producer(op.operands[0])
+            p = self.stored_with(op.operands[0])
             if p is not None:
                 self.seg[op] = self.seg[p]
 

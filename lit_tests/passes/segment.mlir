@@ -46,6 +46,21 @@ func.func @segment_set(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> 
 
 // -----
 
+// A segment_set right before an output: the store is a consumer too, so it
+// goes to a segment of its own (N segment_sets in a chain: N + 1 segments).
+// CHECK-LABEL: func.func @segment_set_output(
+// CHECK:         "fuser.exp"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.segment_set"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @segment_set_output(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %0 = "fuser.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  %1 = "fuser.segment_set"(%0) : (tensor<?xf32>) -> tensor<?xf32>
+  %r = "fuser.store"(%1, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
 // segment_set of a function argument: a copy step of its own, the consumers
 // follow in the next segment.
 // CHECK-LABEL: func.func @segment_set_of_input(

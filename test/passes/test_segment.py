@@ -143,14 +143,24 @@ RESHAPE = fusion("reshape", "%x: tensor<?x4xf32>, %out: tensor<?xf32>", "tensor<
   return %r : tensor<?xf32>""")
 
 
-def segment_set_chain(cuts: int) -> str:
-    """``cuts`` segment_sets between pointwise ops: ``cuts + 1`` segments."""
+def segment_set_chain(cuts: int, trailing: bool = False) -> str:
+    """``cuts`` segment_sets between pointwise ops: ``cuts + 1`` segments.
+    With ``trailing``, the last segment_set feeds the output directly (the
+    lead's twelve-segment chain): still ``cuts + 1``, the last one a copy."""
     lines = ['  %v0 = "fuser.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>']
     for i in range(cuts):
-        lines.append(f'  %c{i} = "fuser.segment_set"(%v{i}) : (tensor<?xf32>) -> tensor<?xf32>')
+        source = f"%v{i}"
+        if trailing:
+            lines.append(f'  %p{i} = "fuser.tanh"(%v{i}) : (tensor<?xf32>) -> tensor<?xf32>')
+            source = f"%p{i}"
+        lines.append(f'  %c{i} = "fuser.segment_set"({source}) : (tensor<?xf32>) -> tensor<?xf32>')
         op = "neg" if i % 2 else "tanh"
-        lines.append(f'  %v{i + 1} = "fuser.{op}"(%c{i}) : (tensor<?xf32>) -> tensor<?xf32>')
-    lines.append(f'  %r = "fuser.store"(%v{cuts}, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>')
+        if trailing:
+            lines.append(f'  %v{i + 1} = "fuser.set"(%c{i}) : (tensor<?xf32>) -> tensor<?xf32>')
+        else:
+            lines.append(f'  %v{i + 1} = "fuser.{op}"(%c{i}) : (tensor<?xf32>) -> tensor<?xf32>')
+    last = f"%c{cuts - 1}" if trailing else f"%v{cuts}"
+    lines.append(f'  %r = "fuser.store"({last}, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>')
     lines.append("  return %r : tensor<?xf32>")
     return fusion("chain", "%x: tensor<?xf32>, %out: tensor<?xf32>", "tensor<?xf32>", 1, "\n".join(lines))
 
@@ -166,6 +176,7 @@ FUSIONS = {
     "in_place": (IN_PLACE, 1),
     "reshape": (RESHAPE, 2),
     "chain12": (segment_set_chain(12), 13),
+    "chain11_trailing": (segment_set_chain(11, trailing=True), 12),
 }
 
 # -- helpers -----------------------------------------------------------------------------
@@ -447,6 +458,7 @@ SEMANTIC_CASES = {
     "in_place": {},
     "reshape": {"1.0": 20},
     "chain12": {},
+    "chain11_trailing": {},
 }
 
 

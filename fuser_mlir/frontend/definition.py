@@ -196,10 +196,12 @@ class FusionDefinition:
     def define_tensor(self, shape: Sequence[int], contiguity=None, dtype: DataType = DataType.Float, stride_order: Sequence[int] | None = None) -> Tensor:
         """A tensor input: ``shape`` entries are -1 (symbolic), 1 (broadcast dim) or N > 1 (static).
 
-        ``contiguity`` (nvFuser's meaning) is None (all dense), a bool for every
-        non-broadcast dim, or one entry per dim *in allocation order* (outermost
-        first; logical order when ``stride_order`` is None), None for broadcast
-        dims. ``stride_order[d]`` is the rank of dim d's stride, 0 = fastest.
+        ``contiguity`` (nvFuser's meaning) is None (nothing declared: any strides,
+        nvFuser's default False), a bool for every non-broadcast dim, or one
+        entry per dim *in allocation order* (outermost first; logical order when
+        ``stride_order`` is None), None for broadcast dims. True declares a dim
+        dense, and the executor rejects arrays that are not.
+        ``stride_order[d]`` is the rank of dim d's stride, 0 = fastest.
         """
         api = "fd.define_tensor"
         self._check_active(api)
@@ -262,7 +264,7 @@ class FusionDefinition:
         """Per-logical-dim contiguity from nvFuser's allocation-ordered argument."""
         rank = len(shape)
         if contiguity is None or isinstance(contiguity, bool):
-            flag = True if contiguity is None else contiguity
+            flag = bool(contiguity)  # None: nothing declared, any strides (nvFuser's default False)
             return tuple(None if s == 1 else flag for s in shape)
         if len(contiguity) != rank:
             raise DefinitionError(f"{api}: contiguity has {len(contiguity)} entries, but shape {list(shape)} has {rank} dims; give one per dim (None for broadcast dims)")

@@ -13,14 +13,15 @@ def test_input_specs():
         fd.define_tensor([-1, 1, 4], dtype=DataType.Half)
         fd.define_scalar(dtype=DataType.Int32)
         fd.define_tensor([-1, 1, -1], contiguity=[True, None, False], stride_order=[0, 1, 2])
-        fd.define_tensor([-1, -1], contiguity=False)
+        fd.define_tensor([-1, -1], contiguity=True)
         fd.define_scalar(1.0)  # a constant, not an input
     specs = fd.inputs
-    assert specs[0] == InputSpec(0, "tensor", DataType.Half, (-1, 1, 4), (True, None, True), (2, 1, 0), 0)
+    # no contiguity declared: any strides (nvFuser's default, contiguity=False)
+    assert specs[0] == InputSpec(0, "tensor", DataType.Half, (-1, 1, 4), (False, None, False), (2, 1, 0), 0)
     assert specs[1] == InputSpec(1, "scalar", DataType.Int32, (), (), (), 1)
     # nvFuser's contiguity is in allocation order (outermost first); the spec holds it per logical dim
     assert specs[2].contiguity == (False, None, True) and specs[2].allocation_order == (2, 1, 0)
-    assert specs[3].contiguity == (False, False)
+    assert specs[3].contiguity == (True, True)
     assert len(specs) == 4 and [s.is_tensor for s in specs] == [True, False, True, True]
 
 

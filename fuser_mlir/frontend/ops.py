@@ -88,16 +88,16 @@ def _tier(v) -> str:
 
 
 def _ints(values, api: str, what: str) -> list[int]:
-    """``values`` as a list of Python ints, or a DefinitionError naming the argument."""
-    if isinstance(values, (int,)) and not isinstance(values, bool):
+    """``values`` (an int or a sequence of ints) as a list, or a DefinitionError naming the argument."""
+    if is_python_number(values):
         values = [values]
-    try:
-        out = [int(v) for v in values]
-    except (TypeError, ValueError):
-        raise DefinitionError(f"{api}: {what} must be a list of ints, got {values!r}") from None
-    if any(isinstance(v, bool) or float(v) != int(v) for v in values):
+    if hasattr(values, "tolist") and not isinstance(values, Sequence):  # a NumPy array
+        values = values.tolist()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise DefinitionError(f"{api}: {what} must be a list of ints, got {values!r}")
-    return out
+    if not all(is_python_number(v) and not isinstance(v, bool) and int(v) == v for v in values):
+        raise DefinitionError(f"{api}: {what} must be a list of ints, got {list(values)!r}")
+    return [int(v) for v in values]
 
 
 def _normalize_dims(dims, rank: int, api: str, what: str = "dims") -> list[int]:

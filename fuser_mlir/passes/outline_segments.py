@@ -61,8 +61,8 @@ from dataclasses import dataclass, field
 from fuser_mlir._mlir import func as func_d
 from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import (
-    SEGMENT_ATTR,
     NUM_INPUTS_ATTR,
+    SEGMENT_ATTR,
     SegmentInfo,
     arg_number,
     body,

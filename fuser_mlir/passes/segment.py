@@ -36,6 +36,12 @@ segment or computed inside the segment from such a result):
    post stay in the segment of their operands: both the CPU lowering
    (linalg on tensors) and the schedulers take them.
 
+Not modelled yet: ops a target scheduler cannot take, and a persistent
+normalization scheduler that keeps ``x - max(x)`` in one kernel (softmax is
+three segments today). Such constraints belong in ``_Assigner.can_join``,
+and must stay target-independent unless a scheduler difference requires
+otherwise.
+
 Placement: ops are visited in program order and each goes to the lowest
 segment its operands and the rules allow (a new segment when none does), so
 the number of segments is what the rules force on that order. Then ops that

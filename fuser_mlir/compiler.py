@@ -21,6 +21,7 @@ and the path of the saved input IR.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,9 +30,8 @@ import numpy as np
 
 from fuser_mlir import config
 from fuser_mlir._mlir import ir
+from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, ScalarRef, describe_host
 from fuser_mlir.dialect import make_context
-from fuser_mlir.dialect import ops as O
-from fuser_mlir.dialect import types as T
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.pipeline import run_pipeline
 from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
@@ -129,21 +129,13 @@ def compile_fusion(fusion, *, given_outputs: tuple[bool, ...] | None = None, dev
         stages["segmented"] = str(module)
         _run_stage(module, "fuser-outline-segments,fuser-verify")
         stages["outlined"] = str(module)
-        host = _host_function(module, fusion.name)
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
-        plan, segments = build_plan(host, module, given_positions)
+        plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
         kernel_module = _segment_module(module, fusion.name)
     program, kernels = _compile_kernels(kernel_module, stages)
     return CompiledFusion(
         name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels
     )
-
-
-def _host_function(module: ir.Module, name: str) -> ir.Operation:
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return op.operation
-    raise CompileError(f"outlining left no host function '@{name}'")
 
 
 def _segment_module(module: ir.Module, name: str) -> str:
@@ -176,113 +168,80 @@ def _compile_kernels(text: str, stages: dict[str, str]):
 # -- launch plan from the host function ------------------------------------------
 
 
+def _tensor_dtype(type_text: str) -> str:
+    """``tensor<?x4xbf16>`` -> ``bfloat16`` (plan dtype names are NumPy's)."""
+    match = re.fullmatch(r"tensor<(?:[^>]*x)?(\w+)>", type_text)
+    if match is None:
+        raise CompileError(f"the host passes a '{type_text}' where the launch plan expects a ranked tensor")
+    return _NUMPY_DTYPES[match.group(1)]
+
+
 class _PlanBuilder:
-    """Walks the host function once, turning it into buffers and steps."""
+    """Turns a HostPlan (the outlined host function as data) into a LaunchPlan."""
 
-    def __init__(self, host: ir.Operation, module: ir.Module):
+    def __init__(self, host: HostPlan, given_positions: Sequence[int]):
         self.host = host
-        self.block = host.regions[0].blocks[0]
-        self.num_inputs = ir.IntegerAttr(host.attributes["fuser.num_inputs"]).value
-        self.callees = {
-            ir.StringAttr(op.attributes["sym_name"]).value: op.operation
-            for op in module.body.operations
-            if op.operation.name == "func.func"
-        }
         self.buffers: list[Buffer] = []
-        self.steps: list[Step] = []
-        self.segments: list[Segment] = []
-        self.value_buffer: dict[ir.Value, int] = {}
-        self.value_size: dict[ir.Value, list] = {}
-        self.scalar_input: dict[ir.Value, int] = {}
-        self.dest_order: list[int] = []
-
-    def new_buffer(self, kind: str, t: ir.Type, shape: list, index: int | None = None) -> int:
-        buf = Buffer(id=len(self.buffers), kind=kind, dtype=_NUMPY_DTYPES[T.element_name(t)], shape=shape, index=index)
-        self.buffers.append(buf)
-        return buf.id
-
-    def arguments(self, given_positions: list[int]) -> None:
-        dest_index = 0
-        for i, arg in enumerate(self.block.arguments):
-            if i >= self.num_inputs:
-                t = arg.type
-                self.value_buffer[arg] = self.new_buffer("given", t, [], index=given_positions[dest_index])
-                dest_index += 1
-            elif T.is_tensor(arg.type):
-                shape = [["dim", i, d] for d in range(T.rank(arg.type))]
-                self.value_buffer[arg] = self.new_buffer("input", arg.type, shape, index=i)
-            else:
-                self.scalar_input[arg] = i
-
-    def size_expr(self, value: ir.Value) -> list:
-        if value in self.value_size:
-            return self.value_size[value]
-        raise CompileError(f"the host computes a size with '{value.owner.name}', which the launch plan cannot express")
-
-    def host_scalar(self, op: ir.Operation, name: str) -> None:
-        result = op.results[0]
-        if name == "size":
-            source = op.operands[0]
-            buf = self.buffers[self.value_buffer[source]]
-            dim = ir.IntegerAttr(op.attributes["dim"]).value
-            self.value_size[result] = buf.shape[dim] if buf.shape else ["dim", buf.index, dim]
-        elif name == "constant":
-            self.value_size[result] = ["const", ir.IntegerAttr(op.attributes["value"]).value]
-        elif name in ("add", "sub", "mul", "div"):
-            self.value_size[result] = [name, self.size_expr(op.operands[0]), self.size_expr(op.operands[1])]
-        else:
-            raise CompileError(f"the host function has a '{op.name}' the launch plan cannot express")
-
-    def empty(self, op: ir.Operation) -> None:
-        t = op.results[0].type
-        sizes = iter(op.operands)
-        shape = [self.size_expr(next(sizes)) if s is None else ["const", s] for s in T.shape(t)]
-        self.value_buffer[op.results[0]] = self.new_buffer("intermediate", t, shape)
-
-    def call(self, op: ir.Operation) -> None:
-        callee_name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        callee = self.callees[callee_name]
-        k = ir.IntegerAttr(callee.attributes["fuser.num_inputs"]).value
-        args, writes, reads = [], [], []
-        for position, operand in enumerate(op.operands):
-            if operand in self.scalar_input:
-                args.append(["scalar", self.scalar_input[operand]])
+        self.ids: dict[object, int] = {}
+        for i, type_text in enumerate(host.arg_types):
+            if not type_text.startswith("tensor<"):
                 continue
-            buffer_id = self.value_buffer[operand]
-            args.append(["buffer", buffer_id])
-            (writes if position >= k else reads).append(buffer_id)
-        for result, buffer_id in zip(op.results, writes):
-            self.value_buffer[result] = buffer_id
-        step_index = len(self.steps)
-        for buffer_id in writes + reads:
-            self.buffers[buffer_id].last_use = step_index
-        self.steps.append(Step(kernel=callee_name, args=args, writes=writes))
-        ops = [o.operation.name for o in callee.regions[0].blocks[0].operations if O.short_name(o.operation.name) not in (None, "store")]
-        self.segments.append(Segment(name=callee_name, ops=ops, inputs=reads, outputs=writes))
+            if i < host.num_inputs:
+                rank = len(_tensor_shape(type_text))
+                self._add(InputRef(i), "input", _tensor_dtype(type_text), [["dim", i, d] for d in range(rank)], i)
+            else:
+                j = i - host.num_inputs
+                self._add(DestRef(j), "given", _tensor_dtype(type_text), [], given_positions[j])
+        for b, empty in enumerate(host.buffers):
+            shape = [["const", d] if isinstance(d, int) else self.size(d) for d in empty.dims]
+            self._add(EmptyRef(b), "intermediate", _NUMPY_DTYPES[empty.dtype], shape, None)
 
-    def build(self, given_positions: list[int]) -> LaunchPlan:
-        self.arguments(given_positions)
-        outputs: list[int] = []
-        for op in self.block.operations:
-            op = op.operation
-            name = O.short_name(op.name)
-            if name == "empty":
-                self.empty(op)
-            elif name is not None:
-                self.host_scalar(op, name)
-            elif op.name == "func.call":
-                self.call(op)
-            elif op.name == "func.return":
-                outputs = [self.value_buffer[v] for v in op.operands]
+    def _add(self, ref, kind: str, dtype: str, shape: list, index: int | None) -> None:
+        self.ids[ref] = len(self.buffers)
+        last = self.host.last_use(ref)
+        self.buffers.append(Buffer(len(self.buffers), kind, dtype, shape, index, -1 if last is None else last))
+
+    def size(self, ref) -> list:
+        """The size formula of a host scalar."""
+        if not isinstance(ref, ScalarRef):
+            raise CompileError(f"a buffer size comes from {ref}, which the launch plan cannot express")
+        scalar = self.host.scalars[ref.index]
+        if scalar.op == "size" and isinstance(scalar.operands[0], InputRef):
+            return ["dim", scalar.operands[0].index, scalar.dim]
+        if scalar.op == "constant":
+            return ["const", int(scalar.value)]
+        if scalar.op in ("add", "sub", "mul", "div"):
+            return [scalar.op, self.size(scalar.operands[0]), self.size(scalar.operands[1])]
+        raise CompileError(f"the host computes a size with 'fuser.{scalar.op}', which the launch plan cannot express")
+
+    def arg(self, ref) -> list:
+        if isinstance(ref, InputRef) and ref not in self.ids:
+            return ["scalar", ref.index]
+        if isinstance(ref, ScalarRef):
+            raise CompileError("a segment takes a scalar the host computes, which the launch plan cannot pass yet")
+        return ["buffer", self.ids[self.host.storage(ref)]]
+
+    def build(self) -> tuple[LaunchPlan, list[Segment]]:
+        steps, segments = [], []
+        for i, step in enumerate(self.host.steps):
+            writes = [self.ids[r] for r in self.host.writes(i)]
+            steps.append(Step(kernel=step.callee, args=[self.arg(r) for r in step.operands], writes=writes))
+            reads = [self.ids[r] for r in self.host.reads(i)]
+            segments.append(Segment(name=step.callee, ops=list(step.ops), inputs=reads, outputs=writes))
+        outputs = [self.ids[self.host.storage(r)] for r in self.host.returns]
         for position, buffer_id in enumerate(outputs):
             buf = self.buffers[buffer_id]
             if buf.kind == "intermediate":
                 buf.kind, buf.index = "output", position
-        return LaunchPlan(num_inputs=self.num_inputs, buffers=self.buffers, steps=self.steps, outputs=outputs)
+        plan = LaunchPlan(num_inputs=self.host.num_inputs, buffers=self.buffers, steps=steps, outputs=outputs)
+        return plan, segments
 
 
-def build_plan(host: ir.Operation, module: ir.Module, given_positions: list[int] | None = None) -> tuple[LaunchPlan, list[Segment]]:
-    """The launch plan and segment list of an outlined fusion."""
-    builder = _PlanBuilder(host, module)
-    plan = builder.build(given_positions or [])
-    return plan, builder.segments
+def _tensor_shape(type_text: str) -> list[str]:
+    inner = type_text[len("tensor<") : -1]
+    return inner.split("x")[:-1]
+
+
+def build_plan(host: HostPlan, given_positions: Sequence[int] = ()) -> tuple[LaunchPlan, list[Segment]]:
+    """The launch plan and segment list of an outlined fusion's host function."""
+    return _PlanBuilder(host, given_positions).build()

@@ -208,6 +208,8 @@ class _PlanBuilder:
         scalar = self.host.scalars[ref.index]
         if scalar.op == "size" and isinstance(scalar.operands[0], InputRef):
             return ["dim", scalar.operands[0].index, scalar.dim]
+        if scalar.op == "cast":  # the frontend divides sizes in f64 and casts back (exact below 2**53)
+            return self.size(scalar.operands[0])
         if scalar.op == "constant":
             return ["const", int(scalar.value)]
         if scalar.op in ("add", "sub", "mul", "div"):

@@ -141,6 +141,7 @@ def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
         for i, (spec, value) in enumerate(zip(specs, inputs))
     ]
     check_sizes(fusion.size_classes, args)
+    fusion.check_input_shapes([getattr(a, "shape", None) for a in args])
     return args
 
 

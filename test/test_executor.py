@@ -137,3 +137,17 @@ def test_given_outputs_that_overlap_each_other_are_rejected():
 def _read_only(a):
     a.flags.writeable = False
     return a
+
+
+def test_reshape_whose_inferred_size_needs_a_division():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 6, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(x, [-1, 4]) * 2.0)
+    fec = FusionExecutorCache(fd)
+    for n, m in [(2, 2), (3, 6)]:
+        x = rand(n, 6, m)
+        (out,) = fec.run([x])
+        np.testing.assert_allclose(out, x.astype(np.float64).reshape(-1, 4) * 2.0, rtol=1e-6)
+    assert fec.stats.compilations == 1
+    with pytest.raises(InputError, match="reshape"):
+        fec.run([rand(1, 6, 1)])  # 6 elements cannot form rows of 4

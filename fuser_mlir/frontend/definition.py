@@ -550,8 +550,19 @@ class FusionDefinition:
         """Run the fusion through a FusionExecutorCache kept on this definition."""
         if self._active:
             raise DefinitionError(f"fd.execute called inside the `with` block of {self.name!r}; run the fusion after the block ends")
+        return self._executor_cache().run(inputs, outputs=outputs)
+
+    def compile(self, inputs: Sequence[object], outputs=None, device: str = "cpu"):
+        """The CompiledFusion these arguments run with (compiled on first use);
+        inspect it with ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``."""
+        compiled, _, _ = self._executor_cache(device).compiled_for(inputs, outputs)
+        return compiled
+
+    def _executor_cache(self, device: str = "cpu"):
+        if self._active:
+            raise DefinitionError(f"fd.compile called inside the `with` block of {self.name!r}; compile the fusion after the block ends")
         from fuser_mlir.executor import FusionExecutorCache
 
-        if self._executor is None:
-            self._executor = FusionExecutorCache(self)
-        return self._executor.run(inputs, outputs=outputs)
+        if self._executor is None or self._executor.device != device:
+            self._executor = FusionExecutorCache(self, device=device)
+        return self._executor

@@ -26,12 +26,25 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   code (round to nearest even); ``f16`` conversions use the host's F16C
   instructions (the lowering never converts ``f64`` to ``f16`` directly, which
   would call ``__truncdfhf2``, absent from the JIT).
+
+What :func:`compile_cpu` adds to the named pipeline:
+
+- ``fuser-lower-to-cpu{vector-library=...}`` with the host's libmvec variant
+  (:func:`~fuser_mlir.lowering.vector_library.host_vector_library`), so that
+  loops calling ``expf``/``tanhf``/... vectorise.
+- After the pipeline, it drops the ``nuw`` flags that ``finalize-memref-to-llvm``
+  (MLIR 22) puts on the index arithmetic of every load and store: they promise
+  ``index * stride`` never wraps as an unsigned number, which a negative
+  stride (a reversed NumPy view) breaks, making the address poison. Upstream
+  fixed it later (llvm-project PR 204309). The flags are properties the Python
+  bindings cannot edit, so this is a textual rewrite of the LLVM dialect.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from fuser_mlir import config
@@ -39,7 +52,8 @@ from fuser_mlir._mlir import ExecutionEngine, ir
 from fuser_mlir.dialect import types as T
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.passes.lower_to_cpu import is_segment, symbol_name
-from fuser_mlir.pipeline import run_pipeline
+from fuser_mlir.lowering.vector_library import host_vector_library
+from fuser_mlir.pipeline import PIPELINES, run_pipeline
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel
 
 CPU_PIPELINE = "fuser-cpu-pipeline"
@@ -119,12 +133,42 @@ def _check_symbols(module: ir.Module, source: str) -> None:
         )
 
 
-def compile_cpu(module: ir.Module, *, opt_level: int = 3) -> CpuProgram:
-    """Lower the segments of ``module`` (left unchanged) and JIT them."""
+def cpu_pipeline(vector_library: str = "") -> str:
+    """``fuser-cpu-pipeline``'s text, with a vector library for libm calls."""
+    text = PIPELINES[CPU_PIPELINE]
+    if not vector_library:
+        return text
+    return text.replace("fuser-lower-to-cpu,", f"fuser-lower-to-cpu{{vector-library={vector_library}}},", 1)
+
+
+_UNSIGNED_WRAP_FLAGS = (
+    (re.compile(r"overflow<nsw, nuw>"), "overflow<nsw>"),
+    (re.compile(r" overflow<nuw>"), ""),
+    (re.compile(r"getelementptr (inbounds|nusw)\|nuw "), r"getelementptr \1 "),
+    (re.compile(r"getelementptr nuw "), "getelementptr "),
+)
+
+
+def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
+    """The LLVM-dialect ``module`` without ``nuw`` on its arithmetic and GEPs
+    (see the module docstring: negative strides)."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    for pattern, replacement in _UNSIGNED_WRAP_FLAGS:
+        text = pattern.sub(replacement, text)
+    return ir.Module.parse(text, context=module.context)
+
+
+def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | None = None) -> CpuProgram:
+    """Lower the segments of ``module`` (left unchanged) and JIT them.
+
+    ``vector_library`` overrides the host's (``""``: scalar libm calls).
+    """
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = _segments_only(module)
+    if vector_library is None:
+        vector_library = host_vector_library()
     try:
-        run_pipeline(lowered, CPU_PIPELINE)
+        run_pipeline(lowered, cpu_pipeline(vector_library))
     except PipelineError as err:
         raise CompileError(
             "compile_cpu: lowering the segments to the LLVM dialect failed",
@@ -132,6 +176,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3) -> CpuProgram:
             diagnostics=err.diagnostics,
             reproducer=_save_reproducer(source),
         ) from None
+    lowered = drop_unsigned_wrap_flags(lowered)
     _check_symbols(lowered, source)
     text = str(lowered)
     engine = ExecutionEngine(lowered, opt_level=opt_level)

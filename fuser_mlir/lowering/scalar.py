@@ -18,10 +18,13 @@ element, with PyTorch's semantics (``dialect/README.md``):
   ``INT_MIN % -1`` is 0; integer ``pow`` follows PyTorch (wrapping, and for a
   negative exponent ``1``, ``+-1`` or ``0``).
 - ``sign(NaN)`` is 0, as PyTorch's ``(0 < x) - (x < 0)`` kernel gives.
-- ``expm1`` calls libm's ``expm1f``/``expm1`` (:data:`LIBM_CALLS`) instead of
-  ``math.expm1``, which ``convert-math-to-llvm`` expands as ``exp(x) - 1``
-  (all precision lost near 0). Whoever lowers a function declares the callees
-  (``fuser-lower-to-cpu`` does).
+- Transcendental functions call libm (``expf``/``exp``, ...; :data:`LIBM_CALLS`)
+  instead of using ``math`` ops: ``convert-math-to-llvm`` expands
+  ``math.expm1`` as ``exp(x) - 1`` (all precision lost near 0), and explicit
+  calls are what LLVM's loop vectoriser can map to libmvec's SIMD variants
+  (:mod:`fuser_mlir.lowering.vector_library`). Whoever lowers a function
+  declares the callees (``fuser-lower-to-cpu`` does). ``sqrt``, ``floor``,
+  ``round`` and friends stay ``math`` ops: they are single instructions.
 
 All public helpers take IR values first and end with keyword-only
 ``loc``/``ip``; without them they use the current Location and InsertionPoint.
@@ -89,29 +92,16 @@ def _narrow(value: ir.Value, type_: ir.Type) -> ir.Value:
 
 # -- unary --------------------------------------------------------------------
 
-#: Unary ops lowered to a libm call: op -> {element type: function name}.
-LIBM_CALLS: dict[str, dict[str, str]] = {"expm1": {"f32": "expm1f", "f64": "expm1"}}
+#: Ops lowered to a libm call: op -> {element type: function name} (same
+#: names as C: ``expf`` for f32, ``exp`` for f64).
+LIBM_CALLS: dict[str, dict[str, str]] = {
+    name: {"f32": name + "f", "f64": name}
+    for name in "exp exp2 expm1 log log2 log10 log1p sin cos tan tanh asin acos atan sinh cosh erf erfc pow atan2".split()
+}
 
 _MATH_UNARY: dict[str, type] = {
-    "exp": math.ExpOp,
-    "exp2": math.Exp2Op,
-    "log": math.LogOp,
-    "log2": math.Log2Op,
-    "log10": math.Log10Op,
-    "log1p": math.Log1pOp,
     "sqrt": math.SqrtOp,
     "rsqrt": math.RsqrtOp,
-    "sin": math.SinOp,
-    "cos": math.CosOp,
-    "tan": math.TanOp,
-    "tanh": math.TanhOp,
-    "asin": math.AsinOp,
-    "acos": math.AcosOp,
-    "atan": math.AtanOp,
-    "sinh": math.SinhOp,
-    "cosh": math.CoshOp,
-    "erf": math.ErfOp,
-    "erfc": math.ErfcOp,
     "floor": math.FloorOp,
     "ceil": math.CeilOp,
     "round": math.RoundEvenOp,
@@ -121,13 +111,13 @@ _MATH_UNARY: dict[str, type] = {
 
 def _sigmoid(x: ir.Value) -> ir.Value:
     one = constant(1.0, x.type)
-    denominator = arith.AddFOp(one, math.ExpOp(arith.NegFOp(x).result).result).result
+    denominator = arith.AddFOp(one, _libm_call("exp", arith.NegFOp(x).result)).result
     return arith.DivFOp(one, denominator).result
 
 
-def _libm_call(name: str, x: ir.Value) -> ir.Value:
-    callee = LIBM_CALLS[name][str(x.type)]
-    return func.CallOp([x.type], ir.FlatSymbolRefAttr.get(callee), [x]).result
+def _libm_call(name: str, *args: ir.Value) -> ir.Value:
+    callee = LIBM_CALLS[name][str(args[0].type)]
+    return func.CallOp([args[0].type], ir.FlatSymbolRefAttr.get(callee), list(args)).result
 
 
 def _float_unary(name: str, x: ir.Value) -> ir.Value:
@@ -217,11 +207,9 @@ _FLOAT_BINARY: dict[str, Callable[[ir.Value, ir.Value], ir.Value]] = {
     "sub": lambda a, b: arith.SubFOp(a, b).result,
     "mul": lambda a, b: arith.MulFOp(a, b).result,
     "div": lambda a, b: arith.DivFOp(a, b).result,
-    "pow": lambda a, b: math.PowFOp(a, b).result,
     "fmod": lambda a, b: arith.RemFOp(a, b).result,
     "maximum": lambda a, b: arith.MaximumFOp(a, b).result,
     "minimum": lambda a, b: arith.MinimumFOp(a, b).result,
-    "atan2": lambda a, b: math.Atan2Op(a, b).result,
 }
 _INT_BINARY: dict[str, Callable[[ir.Value, ir.Value], ir.Value]] = {
     "add": lambda a, b: arith.AddIOp(a, b).result,
@@ -304,6 +292,8 @@ def _float_binary(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
         return arith.CmpFOp(_FLOAT_COMPARE[name], a, b).result
     if name == "remainder":
         return _float_remainder(a, b)
+    if name in LIBM_CALLS:
+        return _libm_call(name, a, b)
     if name in _FLOAT_BINARY:
         return _FLOAT_BINARY[name](a, b)
     raise NotImplementedError(f"no float lowering for binary 'fuser.{name}'")

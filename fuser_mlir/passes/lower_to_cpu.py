@@ -47,6 +47,7 @@ from fuser_mlir._mlir import arith, bufferization, func, ir
 from fuser_mlir.dialect import ops as O
 from fuser_mlir.dialect import types as T
 from fuser_mlir.lowering import linalg as L
+from fuser_mlir.lowering import vector_library as VL
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 
 NUM_INPUTS_ATTR = "fuser.num_inputs"
@@ -243,26 +244,68 @@ def lower_segment(function: ir.Operation) -> None:
     function.erase()
 
 
-def declare_callees(module: ir.Operation) -> None:
-    """Declare ``func.func private @f(T) -> T`` for every function the lowered
-    code calls that the module does not define (libm calls, see
-    :data:`fuser_mlir.lowering.scalar.LIBM_CALLS`)."""
-    body = module.regions[0].blocks[0]
-    defined = {symbol_name(op.operation) for op in body.operations if "sym_name" in op.operation.attributes}
-    wanted: dict[str, ir.FunctionType] = {}
+def _called_functions(module: ir.Operation) -> dict[str, ir.FunctionType]:
+    """Callee name -> type, for every ``func.call`` in the module."""
+    found: dict[str, ir.FunctionType] = {}
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if op.name == "func.call":
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            types = ([v.type for v in op.operands], [v.type for v in op.results])
-            wanted.setdefault(callee, ir.FunctionType.get(*types))
+            found.setdefault(callee, ir.FunctionType.get([v.type for v in op.operands], [v.type for v in op.results]))
         return ir.WalkResult.ADVANCE
 
     module.walk(visit)
+    return found
+
+
+def declare_callees(module: ir.Operation, vector_library: str = "") -> None:
+    """Declare every libm function the lowered code calls and the module does
+    not define: ``func.func private @expf(f32) -> f32`` with ``llvm.readnone``
+    (errno is ignored, as with ``-fno-math-errno``), ``no_unwind`` and
+    ``will_return``. With a ``vector_library``, also map each to its SIMD
+    variants (:mod:`fuser_mlir.lowering.vector_library`)."""
+    body = module.regions[0].blocks[0]
+    defined = {symbol_name(op.operation) for op in body.operations if "sym_name" in op.operation.attributes}
+    vectorised: list[str] = []
     with ir.Location.unknown(), ir.InsertionPoint.at_block_begin(body):
-        for name, type_ in wanted.items():
-            if name not in defined:
-                func.FuncOp(name, type_, visibility="private")
+        for name, type_ in _called_functions(module).items():
+            if name in defined:
+                continue
+            declaration = func.FuncOp(name, type_, visibility="private")
+            for flag in ("llvm.readnone", "no_unwind", "will_return"):
+                declaration.attributes[flag] = ir.UnitAttr.get()
+            if vector_library and VL.split_libm_name(name) is not None:
+                mapping = ir.StringAttr.get(VL.vfabi_attribute(name, vector_library))
+                entry = ir.ArrayAttr.get([ir.StringAttr.get("vector-function-abi-variant"), mapping])
+                declaration.attributes["passthrough"] = ir.ArrayAttr.get([entry])
+                vectorised.append(name)
+    if vectorised:
+        _declare_vector_variants(body, vectorised, vector_library)
+
+
+def _declare_vector_variants(body: ir.Block, scalar_names: list[str], vector_library: str) -> None:
+    """``llvm.func`` declarations of the SIMD variants, kept alive (LLVM drops
+    unused declarations before it vectorises) by ``@llvm.compiler.used``."""
+    lines, used = [], []
+    for name in scalar_names:
+        element = "f32" if VL.split_libm_name(name)[1] == 32 else "f64"
+        arity = VL.FUNCTIONS[VL.split_libm_name(name)[0]]
+        for lanes, vector in VL.variants(name, vector_library):
+            vector_type = f"vector<{lanes}x{element}>"
+            lines.append(f"llvm.func @{vector}({', '.join([vector_type] * arity)}) -> {vector_type}")
+            used.append(vector)
+    array = f"!llvm.array<{len(used)} x ptr>"
+    lines.append(f'llvm.mlir.global appending @llvm.compiler.used() {{addr_space = 0 : i32, section = "llvm.metadata"}} : {array} {{')
+    lines.append(f"  %0 = llvm.mlir.undef : {array}")
+    for index, vector in enumerate(used):
+        lines.append(f"  %p{index} = llvm.mlir.addressof @{vector} : !llvm.ptr")
+        lines.append(f"  %{index + 1} = llvm.insertvalue %p{index}, %{index}[{index}] : {array}")
+    lines.append(f"  llvm.return %{len(used)} : {array}")
+    lines.append("}")
+    snippet = ir.Module.parse("\n".join(lines))
+    anchor = body.operations[0]
+    for op in list(snippet.body.operations):
+        op.operation.move_before(anchor)
 
 
 def _check_op(op: ir.Operation) -> str | None:
@@ -284,7 +327,14 @@ class LowerToCpuPass(FuserPass):
     NAME = "fuser-lower-to-cpu"
     SUMMARY = "Lower segment functions to linalg on tensors over strided memref arguments."
 
+    #: SIMD variants for libm calls: "" (none), libmvec-avx512, libmvec-avx2, libmvec-sse.
+    vector_library: str = ""
+
     def run(self, module: ir.Operation) -> None:
+        if self.vector_library and self.vector_library not in VL.LIBRARIES:
+            known = ", ".join(VL.LIBRARIES)
+            emit_error(module, f"fuser-lower-to-cpu: unknown vector-library '{self.vector_library}' (known: {known}, or empty for none)")
+            raise PassFailure()
         segments = segment_functions(module)
         failed = False
         for call, callee in _callers(module, {symbol_name(f) for f in segments}):
@@ -305,4 +355,4 @@ class LowerToCpuPass(FuserPass):
         for function in segments:
             lower_segment(function)
         if segments:
-            declare_callees(module)
+            declare_callees(module, self.vector_library)

@@ -339,9 +339,9 @@ def compare_values(elem: str) -> Gen:
 SHAPE2 = ((None, None), (3, 5))
 
 
-def pointwise_case(name: str, elem: str, gens: Sequence[Gen], reference: Callable, out_elem: str | None = None, **kw) -> Case:
+def pointwise_case(name: str, elem: str, gens: Sequence[Gen], reference: Callable, out_elem: str | None = None, *, shape: tuple = SHAPE2[1], **kw) -> Case:
     out = out_elem or ("i1" if name in O.BOOL_RESULT else elem)
-    inputs = [(SHAPE2[0], SHAPE2[1], elem, g) for g in gens]
+    inputs = [(SHAPE2[0], shape, elem, g) for g in gens]
 
     def build(seg: Segment, *xs: V) -> V:
         return seg.op(name, *xs, shape=SHAPE2[0], elem=out)
@@ -388,6 +388,22 @@ def where_case(elem: str) -> Case:
         return seg.op("where", c, a, b, shape=SHAPE2[0], elem=elem)
 
     return Case(f"where-{elem}", inputs, build, np.where, elem)
+
+
+def libm_cases(elem: str) -> list[Case]:
+    """The ops that call libm, on rows long enough for the SIMD loop (libmvec)."""
+    from fuser_mlir.lowering.scalar import LIBM_CALLS
+
+    cases = []
+    for name, (gen, ref) in UNARY_FLOAT.items():
+        if name in LIBM_CALLS or name in ("sigmoid", "silu"):
+            cases.append(pointwise_case(name, elem, [gen], ref, shape=(2, 300), atol_scale=1e-6 if name in SMALL_NEAR_ZERO else 1.0))
+    for name in ("pow", "atan2"):
+        ga, gb, ref = BINARY_FLOAT[name]
+        cases.append(pointwise_case(name, elem, [ga, gb], ref, shape=(2, 300)))
+    for case in cases:
+        case.id = "long-rows-" + case.id
+    return cases
 
 
 # -- casts --------------------------------------------------------------------
@@ -675,6 +691,7 @@ def fused_cases() -> list[Case]:
 
 BUNDLES: dict[str, Callable[[], list[Case]]] = {
     **{f"pointwise-{e}": functools.partial(pointwise_cases, e) for e in ALL},
+    **{f"long-rows-{e}": functools.partial(libm_cases, e) for e in ("f32", "f64", "bf16")},
     "cast": cast_cases,
     "layout": layout_cases,
     "scalars": scalar_cases,
@@ -762,3 +779,176 @@ def test_every_op_of_the_dialect_is_covered() -> None:
     covered |= {"store"}  # every bundle stores
     expected = set(O.CATEGORY) - {"empty", "copy"}  # host-side ops (copy: test_copy_op)
     assert expected - covered == set()
+
+
+# -- strides, aliasing, sizes: one small segment each --------------------------
+
+
+def compile_segment(seg: Segment, **kw):
+    return compile_text(seg.text(**kw))["t_seg0"]
+
+
+def strided_segment() -> Segment:
+    """exp(a) * b + c, a row sum of a, a permute and a flatten of b."""
+    seg = Segment()
+    a, b, c = (seg.arg((None, None), "f32") for _ in range(3))
+    e = seg.op("exp", a, shape=(None, None), elem="f32")
+    m = seg.op("mul", e, b, shape=(None, None), elem="f32")
+    seg.output(seg.op("add", m, c, shape=(None, None), elem="f32"))
+    seg.output(seg.op("sum", a, shape=(None,), elem="f32", attrs="dims = array<i64: 1>, keepdim = false"))
+    seg.output(seg.op("permute", b, shape=(None, None), elem="f32", attrs="dims = array<i64: 1, 0>"))
+    n0 = seg.op("size", b, shape=None, elem="i64", attrs="dim = 0 : i64")
+    n1 = seg.op("size", b, shape=None, elem="i64", attrs="dim = 1 : i64")
+    seg.output(seg.op("reshape", b, seg.op("mul", n0, n1, shape=None, elem="i64"), shape=(None,), elem="f32"))
+    return seg
+
+
+def test_non_contiguous_inputs_and_strided_destinations() -> None:
+    kernel = compile_segment(strided_segment())
+    r = rng()
+    for rows, cols in ((3, 5), (4, 2)):  # a new size does not need a new compile
+        a = r.uniform(-2, 2, (2 * rows, cols + 1)).astype(np.float32)[::2, 1:]  # sliced
+        b = r.uniform(-2, 2, (cols, rows)).astype(np.float32).T  # transposed
+        c = r.uniform(-2, 2, (rows, cols)).astype(np.float32)[::-1, ::-1]  # negative strides
+        big = np.full((2 * rows, 3 * cols), np.nan, np.float32)
+        out0 = big[::-2, ::3]  # negative and non-unit strides
+        out1 = np.full(2 * rows, np.nan, np.float32)[::2]
+        out2 = np.full((rows, cols), np.nan, np.float32).T  # a transposed destination
+        out3 = np.full(rows * cols * 2, np.nan, np.float32)[1::2]
+        inputs = [a, b, c]
+        before = snapshot(inputs)
+        kernel(*inputs, out0, out1, out2, out3)
+        assert_unchanged(before, inputs)
+        a64, b64, c64 = (f64(x) for x in inputs)
+        assert_close(out0, np.exp(a64) * b64 + c64, "f32", what="pointwise")
+        assert_close(out1, a64.sum(axis=1), "f32", atol_scale=cols, what="row sum")
+        assert_close(out2, b64.T, "f32", what="permute")
+        assert_close(out3, b64.reshape(-1), "f32", what="reshape of a transposed input")
+        untouched = np.ones(big.shape, bool)
+        untouched[::-2, ::3] = False
+        assert np.isnan(big[untouched]).all(), "wrote outside the destination view"
+
+
+def test_inplace_update_writes_into_the_input() -> None:
+    """A pointwise result stored into its own input (same index: no hazard)."""
+    seg = Segment()
+    x = seg.arg((None, None), "f32")
+    y = seg.arg((None, None), "f32")
+    e = seg.op("exp", x, shape=(None, None), elem="f32")
+    seg.output(seg.op("add", e, y, shape=(None, None), elem="f32"))
+    kernel = compile_segment(seg, inplace={0: 0})
+    r = rng()
+    x_buf = r.uniform(-1, 1, (4, 6)).astype(np.float32)
+    y_buf = r.uniform(-1, 1, (4, 6)).astype(np.float32)
+    expected = np.exp(f64(x_buf)) + f64(y_buf)
+    kernel(x_buf, y_buf)
+    assert_close(x_buf, expected, "f32")
+
+
+def test_zero_size_tensors() -> None:
+    seg = Segment()
+    x = seg.arg((None, None), "f32")
+    seg.output(seg.op("exp", x, shape=(None, None), elem="f32"))
+    for kind in ("sum", "prod", "max", "min"):
+        seg.output(seg.op(kind, x, shape=(None,), elem="f32", attrs="dims = array<i64: 0>, keepdim = false"))
+    kernel = compile_segment(seg)
+    x_val = np.empty((0, 3), np.float32)
+    outs = [np.empty((0, 3), np.float32)] + [np.full(3, np.nan, np.float32) for _ in range(4)]
+    kernel(x_val, *outs)
+    for out, identity in zip(outs[1:], (0.0, 1.0, -np.inf, np.inf)):
+        np.testing.assert_array_equal(out, np.full(3, identity, np.float32))
+
+
+COPY_AND_REPEATED_STORES = """
+func.func private @t_seg0(%x: tensor<?x?xf32>, %d0: tensor<?x?xf32>, %d1: tensor<?x?xf32>, %d2: tensor<?x?xf32>, %d3: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) attributes {fuser.num_inputs = 1 : i64} {
+  %snap = "fuser.copy"(%x, %d0) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %n = "fuser.neg"(%snap) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r1 = "fuser.store"(%n, %d1) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r2 = "fuser.store"(%n, %d2) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r3 = "fuser.store"(%x, %d3) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %snap, %r1, %r2, %r3 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}
+"""
+
+
+def test_copy_op_and_one_value_stored_twice() -> None:
+    """fuser.copy writes its source and yields it as a value; a value stored
+    into two destinations, and an input stored unchanged, land in each."""
+    kernel = compile_text(COPY_AND_REPEATED_STORES)["t_seg0"]
+    x = rng().uniform(-1, 1, (3, 4)).astype(np.float32)[:, ::-1]
+    outs = [np.full((3, 4), np.nan, np.float32) for _ in range(4)]
+    kernel(x, *outs)
+    for out, expected in zip(outs, (x, -x, -x, x)):
+        np.testing.assert_array_equal(out, expected)
+
+
+HOST_AND_SEGMENT = """
+func.func private @f_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %e = "fuser.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  %r = "fuser.store"(%e, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @f(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %r = func.call @f_seg0(%x, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+"""
+
+
+def test_compile_cpu_drops_the_host_function_and_leaves_the_module_alone() -> None:
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(HOST_AND_SEGMENT)
+        before = str(module)
+        program = compile_cpu(module)
+        assert str(module) == before
+    assert list(program.kernels) == ["f_seg0"]
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    out = np.full(7, np.nan, np.float32)
+    program["f_seg0"](x, out)
+    assert_close(out, np.exp(f64(x)), "f32")
+
+
+def test_the_pass_rejects_a_module_whose_host_calls_a_segment() -> None:
+    from fuser_mlir.errors import PipelineError
+    from fuser_mlir.pipeline import run_pipeline
+
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(HOST_AND_SEGMENT)
+        with pytest.raises(PipelineError, match="calls segment @f_seg0, whose signature fuser-lower-to-cpu rewrites"):
+            run_pipeline(module, "fuser-lower-to-cpu")
+
+
+def test_a_fused_chain_allocates_nothing_and_intermediates_are_freed() -> None:
+    chain = Segment()
+    x = chain.arg((None, None), "f32")
+    y = chain.arg((1, None), "f32")
+    v = chain.op("add", x, y, shape=(None, None), elem="f32")
+    for name in ("exp", "neg", "abs", "sqrt"):
+        v = chain.op(name, v, shape=(None, None), elem="f32")
+    chain.output(v)
+    lowered = compile_text(chain.text()).llvm_dialect
+    assert "malloc" not in lowered and "memrefCopy" not in lowered
+    softmax = build_bundle([c for c in fused_cases() if c.id == "softmax"])
+    lowered = compile_text(softmax.text()).llvm_dialect
+    calls = lambda name: lowered.count(f"llvm.call @{name}(")  # noqa: E731
+    assert calls("malloc") > 0 and calls("malloc") == calls("free")
+
+
+def test_libm_calls_use_libmvec_where_the_host_has_it() -> None:
+    from fuser_mlir.lowering.vector_library import host_vector_library
+
+    if not host_vector_library():
+        pytest.skip("no libmvec with every variant on this host (glibc >= 2.35 and SSE4.1 needed)")
+    seg = build_bundle([c for c in libm_cases("f32") if c.id == "long-rows-exp-f32"])
+    lowered = compile_text(seg.text()).llvm_dialect
+    assert "_ZGV" in lowered and "vector-function-abi-variant" in lowered
+
+
+def test_no_unsigned_wrap_flags_reach_the_jit() -> None:
+    """MLIR 22 marks memref index arithmetic nuw, wrong for negative strides."""
+    lowered = compile_text(strided_segment().text()).llvm_dialect
+    assert "getelementptr inbounds" in lowered
+    assert "nuw" not in lowered

@@ -5,7 +5,8 @@ Stages (each kept as text, ``compiled.ir(stage)``):
 ``fuser``
     the definition in the fuser dialect, verified (``fuser-verify``);
 ``segmented``
-    ops annotated with their segment (``fuser-segment``);
+    ops annotated with their segment (``fuser-segment``), in-place hazards
+    resolved (``fuser-resolve-alias-hazards``);
 ``outlined``
     one private ``func.func`` per segment and a host function of calls
     (``fuser-outline-segments``);
@@ -117,15 +118,20 @@ def _run_stage(module: ir.Module, pipeline: str) -> None:
         ) from None
 
 
-def compile_fusion(fusion, *, given_outputs: tuple[bool, ...] | None = None, device: str = "cpu") -> CompiledFusion:
-    """Compile ``fusion`` for one set of given outputs, on ``device``."""
+def compile_fusion(
+    fusion, *, given_outputs: tuple[bool, ...] | None = None, device: str = "cpu", hazard_policy: str = "auto"
+) -> CompiledFusion:
+    """Compile ``fusion`` for one set of given outputs, on ``device``.
+
+    ``hazard_policy`` (``auto``, ``copy`` or ``reject``) is how in-place alias
+    hazards are resolved (see ``fuser-resolve-alias-hazards``)."""
     context = make_context()
     stages: dict[str, str] = {}
     with context, ir.Location.unknown():
         module = fusion.build_module(context, given_outputs=given_outputs)
         _run_stage(module, "fuser-verify")
         stages["fuser"] = str(module)
-        _run_stage(module, "fuser-segment")
+        _run_stage(module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}")
         stages["segmented"] = str(module)
         _run_stage(module, "fuser-outline-segments,fuser-verify")
         stages["outlined"] = str(module)

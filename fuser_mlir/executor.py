@@ -148,11 +148,14 @@ def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
 class FusionExecutorCache:
     """Compiles a FusionDefinition once per input signature and runs it."""
 
-    def __init__(self, fusion, *, device: str = "cpu"):
+    def __init__(self, fusion, *, device: str = "cpu", hazard_policy: str = "auto"):
+        if hazard_policy not in ("auto", "copy", "reject"):
+            raise InputError(f"hazard_policy must be 'auto', 'copy' or 'reject', got {hazard_policy!r}")
         if device != "cpu":
             raise InputError(f"device '{device}' is not available: this build runs fusions on 'cpu' only")
         self.fusion = fusion
         self.device = device
+        self.hazard_policy = hazard_policy
         self.stats = CacheStats()
         self.memory = MemoryStats()
         self._compiled: dict[tuple, object] = {}
@@ -179,7 +182,7 @@ class FusionExecutorCache:
             self.stats.hits += 1
             return compiled
         self.stats.misses += 1
-        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(_visible_count(self.fusion))), device=self.device)
+        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(_visible_count(self.fusion))), device=self.device, hazard_policy=self.hazard_policy)
         self.stats.compilations += 1
         self._compiled[key] = compiled
         return compiled

@@ -1,0 +1,132 @@
+"""In-place updates keep SSA semantics: every read of an aliased input sees
+its entry value, whatever the segmentation; a copy is paid only on a hazard."""
+
+import numpy as np
+import pytest
+
+from fuser_mlir import CompileError, DataType, FusionDefinition, FusionExecutorCache
+
+RNG = np.random.default_rng(6)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def issue_2839(cut: bool):
+    """nvFuser issue 2839: relu(T0) written into T0 while add(T0, T1) reads T0
+    broadcast against a rank-3 T1."""
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t1 = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+        src = fd.ops.segment_set(t0) if cut else t0
+        t2 = fd.ops.relu(t0)
+        t3 = fd.ops.add(src, t1)
+        fd.add_output(t2, t0)
+        fd.add_output(t3)
+    return fd
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_nvfuser_issue_2839_reads_the_entry_value(cut):
+    fd = issue_2839(cut)
+    t0, t1 = rand(4, 5), rand(3, 4, 5)
+    t0_entry, t1_entry = t0.copy(), t1.copy()
+    (t3,) = fd.execute([t0, t1])
+    np.testing.assert_allclose(t3, t0_entry.astype(np.float64) + t1_entry, rtol=1e-6)
+    np.testing.assert_array_equal(t0, np.maximum(t0_entry, 0))
+    np.testing.assert_array_equal(t1, t1_entry)
+
+
+def test_same_index_update_stays_one_kernel_without_a_copy():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(x * 2.0 + y, x)
+    x, y = rand(8, 9), rand(8, 9)
+    x0 = x.copy()
+    compiled = fd.compile([x, y])
+    assert compiled.num_segments == 1
+    assert "fuser.set" not in compiled.ir("segmented")
+    assert [b.kind for b in compiled.plan.buffers] == ["input", "input"]
+    assert fd.execute([x, y]) == []
+    np.testing.assert_allclose(x, x0.astype(np.float64) * 2 + y, rtol=1e-6)
+
+
+def test_zero_dim_input_updated_in_place_and_broadcast_into_a_large_tensor():
+    """The nvFuser issue 2664 family: a 0-d counter incremented in place while
+    the fusion broadcasts its entry value."""
+    with FusionDefinition() as fd:
+        step = fd.define_tensor(shape=[], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(step + 1.0, step)
+        fd.add_output(x * step)
+    step, x = np.array(3.0, np.float32), rand(64, 32)
+    (out,) = fd.execute([step, x])
+    np.testing.assert_allclose(out, x.astype(np.float64) * 3.0, rtol=1e-6)
+    assert step == 4.0
+
+
+def test_reduction_result_aliased_to_an_input_that_the_reduction_reads():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(x - fd.ops.sum(x, dims=[1], keepdim=True), x)
+        fd.add_output(fd.ops.max(x, dims=[1]))
+    x = rand(10, 7)
+    x0 = x.astype(np.float64)
+    (m,) = fd.execute([x])
+    np.testing.assert_allclose(x, x0 - x0.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(m, x0.max(1), rtol=1e-6)
+
+
+def test_two_chained_updates_read_each_others_entry_values():
+    """nvFuser test_issue2664_repro3-style: a <- a + b, b <- b * a, both reading entry values."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(a + b, a)
+        fd.add_output(b * a, b)
+        fd.add_output(fd.ops.sum(a * b, dims=[0]))
+    a, b = rand(50), rand(50)
+    a0, b0 = a.astype(np.float64), b.astype(np.float64)
+    (dot,) = fd.execute([a, b])
+    np.testing.assert_allclose(a, a0 + b0, rtol=1e-6)
+    np.testing.assert_allclose(b, b0 * a0, rtol=1e-6)
+    np.testing.assert_allclose(dot, (a0 * b0).sum(), rtol=1e-5)
+
+
+def test_transposed_update_in_place():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(x, [1, 0]) * 2.0, x)
+    x = rand(6, 6)
+    x0 = x.copy()
+    fd.execute([x])
+    np.testing.assert_allclose(x, x0.T * 2.0, rtol=1e-6)
+
+
+def test_visible_aliased_output_is_the_updated_input():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.ops.exp(x)
+        fd.add_output(y, x)
+        fd.add_output(y)
+    x = rand(16)
+    x0 = x.astype(np.float64)
+    (out,) = fd.execute([x])
+    assert out is x
+    np.testing.assert_allclose(x, np.exp(x0), rtol=1e-6)
+
+
+def test_reject_policy_names_the_write_and_the_read():
+    fd = issue_2839(False)
+    fec = FusionExecutorCache(fd, hazard_policy="reject")
+    t0, t1 = rand(4, 5), rand(3, 4, 5)
+    t0_entry = t0.copy()
+    with pytest.raises(CompileError) as err:
+        fec.run([t0, t1])
+    message = str(err.value)
+    assert "'fuser.store' op writes input 0 in place, but 'fuser.broadcast_in_dim' op at" in message
+    assert "the stored value is defined by 'fuser.relu' op" in message
+    assert "test_inplace.py" in message  # the read's location in the user's code
+    np.testing.assert_array_equal(t0, t0_entry)

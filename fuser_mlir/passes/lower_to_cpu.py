@@ -14,11 +14,15 @@ strides, negative ones too, are read and written in place); inputs are read
 through ``bufferization.to_tensor ... restrict``; each fuser op becomes
 linalg/tensor/arith/math ops (:mod:`fuser_mlir.lowering.linalg`); each store
 or copy becomes ``bufferization.materialize_in_destination ... in restrict
-writable`` into its destination memref (through an identity generic when the
+writable`` into its destination memref (through ``linalg.copy`` when the
 value is not a fresh linalg result, so that no ``memref.copy`` of a strided
 buffer is ever needed: its lowering calls ``memrefCopy`` from MLIR's
-runner-utils library, which the JIT does not have). ``fuser-cpu-pipeline`` continues from
-here to the LLVM dialect.
+runner-utils library, which the JIT does not have). Boolean tensors are
+``i8`` in memory (NumPy's layout). Every libm function the code calls is
+declared (``llvm.readnone``); option ``vector-library`` (``libmvec-avx512``,
+``libmvec-avx2``, ``libmvec-sse``) also maps each to its SIMD variants
+(:mod:`fuser_mlir.lowering.vector_library`). ``fuser-cpu-pipeline`` continues
+from here to the LLVM dialect.
 
     func.func private @f_seg0(%a: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32>
         attributes {fuser.num_inputs = 1 : i64} {
@@ -31,7 +35,7 @@ here to the LLVM dialect.
                       %out: memref<?xf32, strided<[?], offset: ?>>)
         attributes {fuser.num_inputs = 1 : i64, llvm.emit_c_interface} {
       %0 = bufferization.to_tensor %a restrict : ... to tensor<?xf32>
-      %1 = linalg.generic {...} ins(%0 : tensor<?xf32>) outs(...) { math.exp ... }
+      %1 = linalg.generic {...} ins(%0 : tensor<?xf32>) outs(...) { func.call @expf ... }
       bufferization.materialize_in_destination %1 in restrict writable %out : ...
       return
     }
@@ -39,7 +43,6 @@ here to the LLVM dialect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dataclasses
 from dataclasses import dataclass
 

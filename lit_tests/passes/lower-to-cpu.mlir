@@ -1,0 +1,165 @@
+// RUN: %fuser-opt %s -p fuser-lower-to-cpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{vector-library=libmvec-avx2}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=VECLIB
+// RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{vector-library=svml}' --split-input-file | FileCheck %s --check-prefix=BADLIB
+
+// fuser-lower-to-cpu rewrites each segment function (fuser.num_inputs, every
+// store into an argument, no calls) into a function over strided memrefs that
+// computes with linalg on tensors and writes each output with
+// bufferization.materialize_in_destination. One case per kind of op.
+
+// A pointwise chain with a size-1 broadcast dim and a scalar: memref
+// arguments, inputs read with to_tensor restrict, broadcast dims mapped to 0,
+// the scalar captured by the body, the result materialised in the destination.
+// CHECK-LABEL: func.func @pointwise_seg0(
+// CHECK-SAME:    %[[A:.*]]: memref<?x4xf32, strided<[?, ?], offset: ?>>, %[[B:.*]]: memref<1x4xf32, strided<[?, ?], offset: ?>>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<?x4xf32, strided<[?, ?], offset: ?>>)
+// CHECK-SAME:    attributes {fuser.num_inputs = 3 : i64, llvm.emit_c_interface}
+// CHECK:         %[[TA:.*]] = bufferization.to_tensor %[[A]] restrict
+// CHECK:         %[[TB:.*]] = bufferization.to_tensor %[[B]] restrict
+// CHECK:         %[[ADD:.*]] = linalg.generic {indexing_maps = [#[[ID:.*]], #[[BCAST:.*]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[TA]], %[[TB]] : {{.*}})
+// CHECK:           arith.addf
+// CHECK:         %[[MUL:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[ADD]] : tensor<?x4xf32>)
+// CHECK:           arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK:         bufferization.materialize_in_destination %[[MUL]] in restrict writable %[[OUT]]
+// CHECK-NEXT:    return
+func.func private @pointwise_seg0(%a: tensor<?x4xf32>, %b: tensor<1x4xf32>, %s: f32, %out: tensor<?x4xf32>) -> tensor<?x4xf32>
+    attributes {fuser.num_inputs = 3 : i64} {
+  %0 = "fuser.add"(%a, %b) : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  %1 = "fuser.mul"(%0, %s) : (tensor<?x4xf32>, f32) -> tensor<?x4xf32>
+  %r = "fuser.store"(%1, %out) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+// A reduction: the init is a linalg.fill of the identity (-inf for max), the
+// reduced dim iterates as "reduction", and keepdim maps it to 0 in the output.
+// CHECK-DAG:   #[[IN:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG:   #[[KEEP:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @reduce_seg0(
+// CHECK:         %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:         %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x1xf32>
+// CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[NEG_INF]] : f32) outs(%[[EMPTY]] : tensor<?x1xf32>)
+// CHECK:         linalg.generic {indexing_maps = [#[[IN]], #[[KEEP]]], iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME:      outs(%[[INIT]] : tensor<?x1xf32>)
+// CHECK:           arith.maximumf
+func.func private @reduce_seg0(%x: tensor<?x?xf32>, %out: tensor<?x1xf32>) -> tensor<?x1xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %r = "fuser.store"(%m, %out) : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<?x1xf32>
+  return %r : tensor<?x1xf32>
+}
+
+// -----
+
+// permute and broadcast_in_dim are generics whose input map permutes dims or
+// names the kept ones.
+// CHECK-DAG:   #[[PERM:.*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// CHECK-DAG:   #[[NEW_DIM:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @layout_seg0(
+// CHECK:         linalg.generic {indexing_maps = [#[[PERM]], #{{.*}}]
+// CHECK:         linalg.generic {indexing_maps = [#[[NEW_DIM]], #{{.*}}]
+func.func private @layout_seg0(%x: tensor<?x?x?xf32>, %v: tensor<?xf32>, %o0: tensor<?x?x?xf32>, %o1: tensor<?x3xf32>) -> (tensor<?x?x?xf32>, tensor<?x3xf32>)
+    attributes {fuser.num_inputs = 2 : i64} {
+  %p = "fuser.permute"(%x) {dims = array<i64: 2, 0, 1>} : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %b = "fuser.broadcast_in_dim"(%v) {broadcast_dims = array<i64: 0>} : (tensor<?xf32>) -> tensor<?x3xf32>
+  %r0 = "fuser.store"(%p, %o0) : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %r1 = "fuser.store"(%b, %o1) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %r0, %r1 : tensor<?x?x?xf32>, tensor<?x3xf32>
+}
+
+// -----
+
+// reshape copies its source into a fresh tensor (contiguous once bufferized)
+// and reshapes with a shape tensor, which works for symbolic sizes; a value
+// that no linalg op produced is stored through linalg.copy, never memref.copy.
+// CHECK-LABEL: func.func @reshape_seg0(
+// CHECK:         %[[N:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK:         %[[SRC:.*]] = linalg.copy {{.*}}ins(%{{.*}} : tensor<?x?xf32>) outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK:         %[[SIZE:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK:         %[[SHAPE:.*]] = tensor.from_elements %[[SIZE]] : tensor<1xindex>
+// CHECK:         %[[FLAT:.*]] = tensor.reshape %[[SRC]](%[[SHAPE]])
+// CHECK:         %[[STORED:.*]] = linalg.copy {{.*}}ins(%[[FLAT]] : tensor<?xf32>)
+// CHECK:         bufferization.materialize_in_destination %[[STORED]]
+func.func private @reshape_seg0(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %n = "fuser.size"(%x) {dim = 0 : i64} : (tensor<?x?xf32>) -> i64
+  %m = "fuser.size"(%x) {dim = 1 : i64} : (tensor<?x?xf32>) -> i64
+  %nm = "fuser.mul"(%n, %m) : (i64, i64) -> i64
+  %f = "fuser.reshape"(%x, %nm) : (tensor<?x?xf32>, i64) -> tensor<?xf32>
+  %r = "fuser.store"(%f, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// Booleans live in memory as i8 (NumPy's bool); bodies see i1. Half-precision
+// math runs in f32. Transcendental functions call libm, declared readnone.
+// CHECK-LABEL: func.func private @expf(f32) -> f32 attributes {llvm.readnone, no_unwind, will_return}
+// CHECK-LABEL: func.func @types_seg0(
+// CHECK-SAME:    memref<?xf16, strided<[?], offset: ?>>, %{{.*}}: memref<?xi8, strided<[?], offset: ?>>)
+// CHECK:         linalg.generic
+// CHECK:           %[[WIDE:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK:           %[[E:.*]] = func.call @expf(%[[WIDE]]) : (f32) -> f32
+// CHECK:           arith.truncf %[[E]] : f32 to f16
+// CHECK:         linalg.generic
+// CHECK:           %[[LT:.*]] = arith.cmpf olt
+// CHECK:           %[[BYTE:.*]] = arith.extui %[[LT]] : i1 to i8
+// CHECK:           linalg.yield %[[BYTE]] : i8
+// CHECK:         } -> tensor<?xi8>
+func.func private @types_seg0(%x: tensor<?xf16>, %out: tensor<?xi1>) -> tensor<?xi1> attributes {fuser.num_inputs = 1 : i64} {
+  %e = "fuser.exp"(%x) : (tensor<?xf16>) -> tensor<?xf16>
+  %lt = "fuser.lt"(%e, %x) : (tensor<?xf16>, tensor<?xf16>) -> tensor<?xi1>
+  %r = "fuser.store"(%lt, %out) : (tensor<?xi1>, tensor<?xi1>) -> tensor<?xi1>
+  return %r : tensor<?xi1>
+}
+
+// -----
+
+// With a vector library, each libm declaration maps to its SIMD variants,
+// which are declared and kept alive through @llvm.compiler.used.
+// VECLIB-LABEL: llvm.func @_ZGVdN8v_tanhf(vector<8xf32>) -> vector<8xf32>
+// VECLIB:       llvm.func @_ZGVbN4v_tanhf(vector<4xf32>) -> vector<4xf32>
+// VECLIB:       llvm.mlir.global appending @llvm.compiler.used()
+// VECLIB:       func.func private @tanhf(f32) -> f32 attributes
+// VECLIB-SAME:    passthrough = {{\[\[}}"vector-function-abi-variant", "_ZGV_LLVM_N8v_tanhf(_ZGVdN8v_tanhf),_ZGV_LLVM_N4v_tanhf(_ZGVbN4v_tanhf)"]]
+// VECLIB-LABEL: func.func @veclib_seg0(
+func.func private @veclib_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %t = "fuser.tanh"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  %r = "fuser.store"(%t, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// Functions that are not segments stay as they are: no fuser.num_inputs, or
+// a store into a fuser.empty.
+// CHECK-LABEL: func.func @not_a_fusion(
+// CHECK:         "fuser.exp"
+// CHECK-LABEL: func.func @stores_into_empty(
+// CHECK:         "fuser.empty"
+// CHECK:         "fuser.store"
+func.func @not_a_fusion(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %e = "fuser.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  return %e : tensor<?xf32>
+}
+func.func @stores_into_empty(%x: tensor<4xf32>) -> tensor<4xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %d = "fuser.empty"() : () -> tensor<4xf32>
+  %r = "fuser.store"(%x, %d) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A host function that still calls a segment would be left calling a
+// function whose signature changed: rejected, with the fix.
+func.func private @called_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %r = "fuser.store"(%x, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @host(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  // CHECK: [[@LINE+1]]:8: error: 'func.call' op calls segment @called_seg0, whose signature fuser-lower-to-cpu rewrites to memrefs; lower the host function to a launch plan first and hand this pass the segment functions only
+  %r = func.call @called_seg0(%x, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// BADLIB: error: fuser-lower-to-cpu: unknown vector-library 'svml' (known: libmvec-avx512, libmvec-avx2, libmvec-sse, or empty for none)
+// BADLIB: exit status: 1

@@ -3,6 +3,9 @@
 Preconditions: ``fuser-segment`` has run (ops carry ``fuser.segment``);
 ``fuser-outline-segments`` has not. Run it between the two.
 
+Effect: each hazardous in-place store is rewritten (policy ``copy``/``auto``)
+or reported (``reject``); safe stores are left as they are.
+
 A ``fuser.store`` into an input argument ``%x`` (an in-place update) is safe
 as it stands only when the write cannot overtake a read of ``%x``: every op
 that reads ``%x``, directly or through other ops, is a same-shape pointwise op

@@ -15,6 +15,10 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   ``linalg-fuse-elementwise-ops`` (it fuses single-use producers only).
 - ``eliminate-empty-tensors`` lets the last generic of a chain write straight
   into the destination memref: a fused pointwise chain allocates nothing.
+- ``one-shot-bufferize{buffer-alignment=0}``: an aligned ``memref.alloc``
+  lowers to pointer arithmetic through ``inttoptr``, which hides from LLVM
+  that the buffer is fresh ``malloc`` memory; LLVM then cannot keep a
+  reduction's accumulator in a register, and the loop does not vectorise.
 - ``buffer-deallocation-pipeline`` frees the buffers bufferization allocates
   for intermediates inside a segment (e.g. a row max feeding a subtraction);
   ``convert-bufferization-to-memref`` lowers what it leaves.

@@ -11,7 +11,9 @@ The element computations come from :mod:`fuser_mlir.lowering.scalar`.
 - ``broadcast_in_dim`` and ``permute`` are generics whose input map drops or
   permutes dims; they fuse like pointwise ops.
 - Reductions are generics with ``reduction`` iterators over the reduced dims,
-  whose init is a ``linalg.fill`` of the identity.
+  whose init is a ``linalg.fill`` of the identity. Float ``max``/``min``
+  reduce integer order keys and a NaN flag (LLVM vectorises those, not a
+  chain of ``maximumf``).
 - ``reshape`` is ``tensor.reshape`` with a shape tensor, which works for
   symbolic sizes; its source is first copied by a generic into a fresh tensor
   (contiguous after bufferization), so that bufferization never needs a
@@ -122,16 +124,33 @@ def generic(
     """A one-result ``linalg.generic``; ``body(input_elements, out_element)``
     builds the yielded element inside the region. The body sees booleans as
     ``i1`` whatever their storage."""
+    return generic_multi(inputs, input_maps, [init], [output_map], iterators, lambda xs, outs: [body(xs, outs[0])], loc=loc, ip=ip)[0]
+
+
+def generic_multi(
+    inputs: Sequence[ir.Value],
+    input_maps: Sequence[ir.AffineMap],
+    inits: Sequence[ir.Value],
+    output_maps: Sequence[ir.AffineMap],
+    iterators: Sequence[str],
+    body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
+    *,
+    loc=None,
+    ip=None,
+) -> list[ir.Value]:
+    """A ``linalg.generic`` with one result per init; ``body(input_elements,
+    out_elements)`` returns the yielded elements."""
     with building(loc, ip):
-        maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, output_map]])
+        maps = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in [*input_maps, *output_maps]])
         kinds = ir.ArrayAttr.get([_iterator(k) for k in iterators])
-        op = linalg.GenericOp([init.type], list(inputs), [init], maps, kinds)
-        element_types = [T.element_type(v.type) for v in [*inputs, init]]
+        op = linalg.GenericOp([v.type for v in inits], list(inputs), list(inits), maps, kinds)
+        element_types = [T.element_type(v.type) for v in [*inputs, *inits]]
         block = op.regions[0].blocks.append(*element_types)
         with ir.InsertionPoint(block):
             args = [_to_logical(a) for a in block.arguments]
-            linalg.YieldOp([_to_storage(body(args[:-1], args[-1]))])
-        return op.result
+            results = body(args[: len(inputs)], args[len(inputs) :])
+            linalg.YieldOp([_to_storage(v) for v in results])
+        return list(op.results)
 
 
 # -- pointwise ----------------------------------------------------------------
@@ -254,17 +273,55 @@ def _reshape_single(value: ir.Value, result_type: ir.Type) -> ir.Value:
 def reduction(kind: str, value: ir.Value, result_type: ir.Type, dims: Sequence[int], keepdim: bool, *, loc=None, ip=None) -> ir.Value:
     """``fuser.sum|prod|max|min`` over ``dims``; ``keepdim`` keeps them as 1."""
     with building(loc, ip):
-        in_shape = T.shape(value.type)
-        rank = len(in_shape)
-        kept = [d for d in range(rank) if d not in dims or keepdim]
-        exprs = [None if d in dims else d for d in kept]
-        sizes = [dim_size(value, d) for d, size in zip(kept, T.shape(result_type)) if size is None]
         element_type = T.element_type(result_type)
+        if kind in ("max", "min") and T.is_float(element_type):
+            return _float_extremum(kind, value, result_type, dims, keepdim)
         identity = S.reduction_identity(kind, element_type)
-        init = linalg.fill(identity, outs=[empty(result_type, sizes)])
-        iterators = ["reduction" if d in dims else "parallel" for d in range(rank)]
+        init = _filled(result_type, value, dims, keepdim, identity)
+        step = lambda xs, accs: [S.combine(kind, accs[0], xs[0])]  # noqa: E731
+        return _reduce(value, [init], dims, keepdim, step)[0]
 
-        def body(elements: list[ir.Value], accumulator: ir.Value) -> ir.Value:
-            return S.combine(kind, accumulator, elements[0])
 
-        return generic([value], [_map(rank, range(rank))], init, _map(rank, exprs), iterators, body)
+def _float_extremum(kind: str, value: ir.Value, result_type: ir.Type, dims: Sequence[int], keepdim: bool) -> ir.Value:
+    """Float ``max``/``min`` as two reductions in one loop, both of which LLVM
+    vectorises: an integer max/min of order keys, and an ``or`` of
+    ``isnan``; the result is NaN where any element was (see
+    :mod:`fuser_mlir.lowering.scalar`, "order keys")."""
+    element_type = T.element_type(result_type)
+    key_type = S.key_type(element_type)
+    keys_type = T.tensor_type(T.shape(result_type), key_type)
+    key_identity = S.order_key(S.reduction_identity(kind, element_type))
+    inits = [
+        _filled(keys_type, value, dims, keepdim, key_identity),
+        _filled(keys_type, value, dims, keepdim, S.constant(0, key_type)),
+    ]
+
+    def step(xs: list[ir.Value], accs: list[ir.Value]) -> list[ir.Value]:
+        key_acc, nan_acc = accs
+        extremum = S.pointwise("maximum" if kind == "max" else "minimum", [key_acc, S.order_key(xs[0])], key_type)
+        return [extremum, arith.OrIOp(nan_acc, S.nan_flag(xs[0], key_type)).result]
+
+    keys, nans = _reduce(value, inits, dims, keepdim, step)
+    return elementwise([keys, nans], result_type, lambda ks: S.from_order_key(ks[0], ks[1], element_type))
+
+
+def _filled(result_type: ir.Type, value: ir.Value, dims: Sequence[int], keepdim: bool, identity: ir.Value) -> ir.Value:
+    """The init of a reduction of ``value``: ``result_type`` filled with ``identity``."""
+    kept = [d for d in range(T.rank(value.type)) if d not in dims or keepdim]
+    sizes = [dim_size(value, d) for d, size in zip(kept, T.shape(result_type)) if size is None]
+    return linalg.fill(identity, outs=[empty(result_type, sizes)])
+
+
+def _reduce(
+    value: ir.Value,
+    inits: Sequence[ir.Value],
+    dims: Sequence[int],
+    keepdim: bool,
+    step: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
+) -> list[ir.Value]:
+    """A reduction generic over ``dims`` of ``value``: ``accs = step([element], accs)``."""
+    rank = T.rank(value.type)
+    kept = [d for d in range(rank) if d not in dims or keepdim]
+    output_map = _map(rank, [None if d in dims else d for d in kept])
+    iterators = ["reduction" if d in dims else "parallel" for d in range(rank)]
+    return generic_multi([value], [_map(rank, range(rank))], inits, [output_map] * len(inits), iterators, step)

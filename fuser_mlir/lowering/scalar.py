@@ -415,6 +415,52 @@ def _from_int(value: ir.Value, to_type: ir.Type) -> ir.Value:
 
 
 # -- reductions ---------------------------------------------------------------
+#
+# Float max/min reductions run on integer *order keys* plus a NaN flag: LLVM
+# does not vectorise a chain of NaN-propagating ``maximumf``, but it
+# vectorises integer max/min and ``or``. The key of a float is its bit pattern
+# as a signed integer with the magnitude bits flipped when the sign is set, so
+# integer order is float order (-0 < +0, as ``maximumf`` has it). The key is
+# branch-free on purpose: a ``select`` for NaN would be sunk past the
+# ``smax`` by LLVM, which then no longer sees a reduction.
+
+
+def key_type(float_type: ir.Type) -> ir.Type:
+    """``i64`` for ``f64``, else ``i32`` (half types key through ``f32``)."""
+    return ir.IntegerType.get_signless(64 if str(float_type) == "f64" else 32)
+
+
+def order_key(value: ir.Value, *, loc=None, ip=None) -> ir.Value:
+    """The integer order key of a float: ``bits ^ ((bits >>s (w-1)) >>u 1)``."""
+    with building(loc, ip):
+        x = _widen(value)
+        int_type = key_type(x.type)
+        width = ir.IntegerType(int_type).width
+        bits = arith.BitcastOp(int_type, x).result
+        sign = arith.ShRSIOp(bits, constant(width - 1, int_type)).result
+        return arith.XOrIOp(bits, arith.ShRUIOp(sign, constant(1, int_type)).result).result
+
+
+def nan_flag(value: ir.Value, int_type: ir.Type, *, loc=None, ip=None) -> ir.Value:
+    """1 if the float is NaN, else 0, as ``int_type``."""
+    with building(loc, ip):
+        x = _widen(value)
+        return arith.ExtUIOp(int_type, arith.CmpFOp(arith.CmpFPredicate.UNO, x, x).result).result
+
+
+def from_order_key(key: ir.Value, nan: ir.Value, float_type: ir.Type, *, loc=None, ip=None) -> ir.Value:
+    """The float of an order key (inverse of :func:`order_key`), or NaN
+    where the flag ``nan`` is set."""
+    with building(loc, ip):
+        width = ir.IntegerType(key.type).width
+        sign = arith.ShRSIOp(key, constant(width - 1, key.type)).result
+        bits = arith.XOrIOp(key, arith.ShRUIOp(sign, constant(1, key.type)).result).result
+        wide = ir.F64Type.get() if width == 64 else f32()
+        value = arith.BitcastOp(wide, bits).result
+        is_nan = arith.CmpIOp(arith.CmpIPredicate.ne, nan, constant(0, nan.type)).result
+        value = arith.SelectOp(is_nan, constant(float("nan"), wide), value).result
+        return _narrow(value, float_type)
+
 
 #: The pointwise op that combines two partial results of each reduction.
 COMBINER = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
@@ -436,5 +482,16 @@ def reduction_identity(kind: str, type_: ir.Type, *, loc=None, ip=None) -> ir.Va
 
 
 def combine(kind: str, accumulator: ir.Value, value: ir.Value, *, loc=None, ip=None) -> ir.Value:
-    """One step of reduction ``kind``: ``accumulator (+|*|max|min) value``."""
-    return pointwise(COMBINER[kind], [accumulator, value], accumulator.type, loc=loc, ip=ip)
+    """One step of reduction ``kind``: ``accumulator (+|*|max|min) value``.
+
+    Float sums and products carry ``fastmath<reassoc>``: the order of a
+    reduction is unspecified (NumPy sums pairwise, PyTorch in blocks), and the
+    flag lets LLVM vectorise the loop with partial accumulators.
+    """
+    if kind not in ("sum", "prod") or not T.is_float(accumulator.type):
+        return pointwise(COMBINER[kind], [accumulator, value], accumulator.type, loc=loc, ip=ip)
+    with building(loc, ip):
+        reassoc = ir.Attribute.parse("#arith.fastmath<reassoc>")
+        op = arith.AddFOp if kind == "sum" else arith.MulFOp
+        result = op(_widen(accumulator), _widen(value), fastmath=reassoc).result
+        return _narrow(result, accumulator.type)

@@ -213,6 +213,18 @@ class _SegmentLowering:
         for old, new in zip(op.results, clone.results):
             self.values[old] = new
 
+    def recompute(self, value: ir.Value, memo: dict) -> ir.Value:
+        """``value`` lowered afresh, with its cone of elementwise producers
+        (stopping at values that are not elementwise tensors)."""
+        if value in memo:
+            return memo[value]
+        owner = value.owner
+        if isinstance(owner, ir.Block) or not _is_elementwise(owner):
+            return self.operand(value)
+        with owner.location:
+            memo[value] = lower_op(owner, [self.recompute(v, memo) for v in owner.operands])
+        return memo[value]
+
     def lower(self, op: ir.Operation) -> None:
         name = O.short_name(op.name)
         if op.name == "func.return":
@@ -221,9 +233,25 @@ class _SegmentLowering:
             self.clone_other(op)
         elif name in O.DESTINATION_WRITES:
             self.store(op)
+        elif O.CATEGORY[name] == "reduction":
+            # A private copy of the producers: linalg-fuse-elementwise-ops
+            # fuses single-use producers only, and a producer shared with a
+            # later pointwise op (exp(x - max) in a softmax) would otherwise
+            # be written to a full-size intermediate buffer.
+            operand = self.recompute(op.operands[0], {})
+            self.values[op.results[0]] = lower_op(op, [operand])
         else:
             operands = [self.operand(v) for v in op.operands]
             self.values[op.results[0]] = lower_op(op, operands)
+
+
+def _is_elementwise(op: ir.Operation) -> bool:
+    """A fuser op with a tensor result that lowers to an all-parallel generic
+    (or to nothing), so that recomputing it inside a consumer is cheap."""
+    name = O.short_name(op.name)
+    if name is None or not T.is_tensor(op.results[0].type):
+        return False
+    return O.CATEGORY[name] in ("unary", "binary", "ternary", "cast", "copy") or name in ("broadcast_in_dim", "permute")
 
 
 def lower_segment(function: ir.Operation) -> None:

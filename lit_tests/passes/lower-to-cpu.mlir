@@ -32,21 +32,63 @@ func.func private @pointwise_seg0(%a: tensor<?x4xf32>, %b: tensor<1x4xf32>, %s: 
 
 // -----
 
-// A reduction: the init is a linalg.fill of the identity (-inf for max), the
-// reduced dim iterates as "reduction", and keepdim maps it to 0 in the output.
+// A reduction: the init is a linalg.fill of the identity, the reduced dim
+// iterates as "reduction", and keepdim maps it to 0 in the output. Float sums
+// may reassociate (LLVM vectorises them with partial sums).
 // CHECK-DAG:   #[[IN:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG:   #[[KEEP:.*]] = affine_map<(d0, d1) -> (d0, 0)>
 // CHECK-LABEL: func.func @reduce_seg0(
-// CHECK:         %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:         %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x1xf32>
-// CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[NEG_INF]] : f32) outs(%[[EMPTY]] : tensor<?x1xf32>)
+// CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[EMPTY]] : tensor<?x1xf32>)
 // CHECK:         linalg.generic {indexing_maps = [#[[IN]], #[[KEEP]]], iterator_types = ["parallel", "reduction"]}
 // CHECK-SAME:      outs(%[[INIT]] : tensor<?x1xf32>)
-// CHECK:           arith.maximumf
+// CHECK:           arith.addf %{{.*}}, %{{.*}} fastmath<reassoc> : f32
 func.func private @reduce_seg0(%x: tensor<?x?xf32>, %out: tensor<?x1xf32>) -> tensor<?x1xf32> attributes {fuser.num_inputs = 1 : i64} {
-  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %m = "fuser.sum"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
   %r = "fuser.store"(%m, %out) : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<?x1xf32>
   return %r : tensor<?x1xf32>
+}
+
+// -----
+
+// A float max reduces integer order keys (maxsi, which LLVM vectorises) and
+// an "any NaN" flag in one generic, then converts back, NaN where flagged.
+// CHECK-LABEL: func.func @max_seg0(
+// CHECK:         %[[R:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}}, %{{.*}} : tensor<i32>, tensor<i32>)
+// CHECK:           %[[BITS:.*]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK:           arith.maxsi
+// CHECK:           %[[NAN:.*]] = arith.cmpf uno
+// CHECK:           arith.ori
+// CHECK:         linalg.generic {{.*}} ins(%[[R]]#0, %[[R]]#1 : tensor<i32>, tensor<i32>) outs(%{{.*}} : tensor<f32>)
+// CHECK:           arith.bitcast %{{.*}} : i32 to f32
+// CHECK:           arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+func.func private @max_seg0(%x: tensor<?xf32>, %out: tensor<f32>) -> tensor<f32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 0>, keepdim = false} : (tensor<?xf32>) -> tensor<f32>
+  %r = "fuser.store"(%m, %out) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// A reduction gets its own copy of the elementwise ops that feed it, so that
+// exp(x - m) fuses into the row sum and, separately, into the division: no
+// full-size intermediate.
+// CHECK-LABEL: func.func @softmax_seg0(
+// CHECK:         linalg.generic {{.*}}["parallel", "reduction"]
+// CHECK:           arith.maxsi
+// CHECK-COUNT-2: func.call @expf
+// CHECK:         linalg.generic {{.*}}["parallel", "reduction"]
+// CHECK:         arith.divf
+// CHECK-NOT:     func.call @expf
+func.func private @softmax_seg0(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %d = "fuser.sub"(%x, %m) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %e = "fuser.exp"(%d) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %z = "fuser.sum"(%e) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %s = "fuser.div"(%e, %z) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%s, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
 }
 
 // -----

@@ -26,7 +26,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from fuser_mlir import config
@@ -35,24 +34,11 @@ from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, 
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.pipeline import run_pipeline
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
 
 STAGES = ("fuser", "segmented", "outlined", "cpu")
 
-_NUMPY_DTYPES = {
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "f32": "float32",
-    "f64": "float64",
-    "i32": "int32",
-    "i64": "int64",
-    "i1": "bool",
-}
-
-
-def numpy_dtype(name: str) -> np.dtype:
-    """The NumPy dtype of a plan dtype name (``bfloat16`` from ml_dtypes)."""
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
 def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -179,7 +165,7 @@ def _tensor_dtype(type_text: str) -> str:
     match = re.fullmatch(r"tensor<(?:[^>]*x)?(\w+)>", type_text)
     if match is None:
         raise CompileError(f"the host passes a '{type_text}' where the launch plan expects a ranked tensor")
-    return _NUMPY_DTYPES[match.group(1)]
+    return DTYPE_OF_ELEMENT[match.group(1)]
 
 
 class _PlanBuilder:
@@ -200,7 +186,7 @@ class _PlanBuilder:
                 self._add(DestRef(j), "given", _tensor_dtype(type_text), [], given_positions[j])
         for b, empty in enumerate(host.buffers):
             shape = [["const", d] if isinstance(d, int) else self.size(d) for d in empty.dims]
-            self._add(EmptyRef(b), "intermediate", _NUMPY_DTYPES[empty.dtype], shape, None)
+            self._add(EmptyRef(b), "intermediate", DTYPE_OF_ELEMENT[empty.dtype], shape, None)
 
     def _add(self, ref, kind: str, dtype: str, shape: list, index: int | None) -> None:
         self.ids[ref] = len(self.buffers)

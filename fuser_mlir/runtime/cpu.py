@@ -113,12 +113,40 @@ def _scalar_setter(kind: ArgKind, storage: ctypes._SimpleCData) -> Callable[[obj
     return set_number
 
 
+def _interface_pointer(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _probe_data_offset() -> int | None:
+    """Where CPython + NumPy keep an ndarray's data pointer, relative to
+    ``id(array)``: right after the object header (``PyArrayObject_fields.data``).
+    Reading it is five times faster than ``__array_interface__`` (which builds
+    a dict). Verified here on sample arrays; None (use the slow path) if the
+    layout differs, e.g. on another Python implementation."""
+    samples = [np.arange(4.0)[1:], np.zeros((3, 2), np.float32).T, np.empty(0, np.int8)]
+    for offset in (16,):
+        if all(ctypes.c_void_p.from_address(id(a) + offset).value == _interface_pointer(a) for a in samples):
+            return offset
+    return None
+
+
+_DATA_OFFSET = _probe_data_offset()
+
+
+def data_pointer(array: np.ndarray) -> int:
+    """The address of element ``[0, ..., 0]`` of ``array``."""
+    if _DATA_OFFSET is not None and type(array) is np.ndarray:
+        return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
+    return _interface_pointer(array)
+
+
 def _tensor_setter(kind: ArgKind, descriptor: ctypes.Array) -> Callable[[np.ndarray], None]:
     itemsize = numpy_dtype(kind.dtype).itemsize
+    pointer_of = data_pointer
 
     def set_tensor(array: np.ndarray) -> None:
-        pointer = array.__array_interface__["data"][0]
-        descriptor[:] = [pointer, pointer, 0, *array.shape, *[s // itemsize for s in array.strides]]
+        pointer = pointer_of(array)
+        descriptor[:] = (pointer, pointer, 0, *array.shape, *[s // itemsize for s in array.strides])
 
     return set_tensor
 

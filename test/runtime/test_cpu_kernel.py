@@ -121,3 +121,14 @@ def test_every_element_type_has_a_numpy_dtype() -> None:
 def test_the_cpu_runtime_does_not_import_mlir() -> None:
     code = "import sys, fuser_mlir.runtime.cpu; sys.exit(any(m == 'mlir' or m.startswith('mlir.') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_data_pointer_agrees_with_the_array_interface() -> None:
+    from fuser_mlir.runtime.cpu import data_pointer
+
+    class Sub(np.ndarray):
+        pass
+
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    for array in (base, base[1:, ::-2], base.T, np.empty((0, 3)), np.array(1.5), base.view(Sub)[2:]):
+        assert data_pointer(array) == array.__array_interface__["data"][0]

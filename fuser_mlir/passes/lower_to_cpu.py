@@ -56,30 +56,32 @@ from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 NUM_INPUTS_ATTR = "fuser.num_inputs"
 
 
-class _Unsupported(Exception):
-    """An op the CPU lowering cannot take; the message is the diagnostic."""
-
-
 # -- which functions are segments ---------------------------------------------
 
 
 def _body_ops(function: ir.Operation) -> list[ir.Operation]:
+    """The ops of a function body, in order."""
     return [op.operation for block in function.regions[0].blocks for op in block.operations]
 
 
 def is_segment(function: ir.Operation) -> bool:
-    """A ``func.func`` with ``fuser.num_inputs`` whose stores and copies all
-    write into function arguments and that calls nothing."""
+    """A ``func.func`` with ``fuser.num_inputs`` that stores at least one
+    output, whose stores and copies all write into function arguments, and
+    that calls nothing. (A lowered segment stores nothing: the pass is
+    idempotent.)"""
     if function.name != "func.func" or NUM_INPUTS_ATTR not in function.attributes:
         return False
     if not function.regions[0].blocks:
         return False
+    writes = 0
     for op in _body_ops(function):
         if op.name == "func.call":
             return False
-        if O.short_name(op.name) in O.DESTINATION_WRITES and not isinstance(op.operands[1].owner, ir.Block):
-            return False
-    return True
+        if O.short_name(op.name) in O.DESTINATION_WRITES:
+            if not isinstance(op.operands[1].owner, ir.Block):
+                return False
+            writes += 1
+    return writes > 0
 
 
 def segment_functions(module: ir.Operation) -> list[ir.Operation]:
@@ -127,10 +129,12 @@ def lowered_argument_type(type_: ir.Type) -> ir.Type:
 
 
 def _dense(op: ir.Operation, name: str) -> list[int]:
+    """An ``array<i64: ...>`` attribute as a list."""
     return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
 def _int(op: ir.Operation, name: str) -> int:
+    """An integer attribute's value."""
     return ir.IntegerAttr(op.attributes[name]).value
 
 
@@ -164,7 +168,7 @@ def lower_op(op: ir.Operation, operands: list[ir.Value]) -> ir.Value:
         return L.reshape(operands[0], result_type, operands[1:])
     if category == "scalar":
         return _lower_scalar_op(op, name, operands)
-    raise _Unsupported(f"is not supported inside a segment by fuser-lower-to-cpu ('{name}' belongs to the host function)")
+    raise NotImplementedError(f"fuser-lower-to-cpu has no lowering for '{op.name}' (_check_op should have rejected it)")
 
 
 @dataclass
@@ -204,9 +208,8 @@ class _SegmentLowering:
         return True
 
     def clone_other(self, op: ir.Operation) -> None:
-        """Copy a non-fuser scalar op (e.g. ``arith.constant``) with remapped operands."""
-        if any(T.is_tensor(v.type) for v in [*op.operands, *op.results]) or op.regions:
-            raise _Unsupported("is not supported inside a segment by fuser-lower-to-cpu (only fuser ops and scalar ops)")
+        """Copy a non-fuser scalar op (e.g. ``arith.constant``) with remapped
+        operands (:func:`_check_op` has rejected any other)."""
         clone = op.clone()
         for index, value in enumerate(op.operands):
             clone.operands[index] = self.operand(value)
@@ -350,6 +353,8 @@ def _check_op(op: ir.Operation) -> str | None:
         return None
     if name == "empty":
         return f"{op_label(op)} is not supported inside a segment by fuser-lower-to-cpu; outline the segment so that every destination is a function argument"
+    if O.CATEGORY[name] == "reduction" and T.is_bool(op.operands[0].type):
+        return f"{op_label(op)} reduces i1 values, which fuser-lower-to-cpu does not support; cast to an integer type first"
     return None
 
 

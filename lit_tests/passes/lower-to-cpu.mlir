@@ -205,3 +205,25 @@ func.func @host(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attribu
 
 // BADLIB: error: fuser-lower-to-cpu: unknown vector-library 'svml' (known: libmvec-avx512, libmvec-avx2, libmvec-sse, or empty for none)
 // BADLIB: exit status: 1
+
+// -----
+
+// Reductions of booleans are not lowered (the frontend casts them first).
+func.func private @bool_sum_seg0(%x: tensor<?xi1>, %out: tensor<i1>) -> tensor<i1> attributes {fuser.num_inputs = 1 : i64} {
+  // CHECK: [[@LINE+1]]:8: error: 'fuser.sum' op reduces i1 values, which fuser-lower-to-cpu does not support; cast to an integer type first
+  %s = "fuser.sum"(%x) {dims = array<i64: 0>, keepdim = false} : (tensor<?xi1>) -> tensor<i1>
+  %r = "fuser.store"(%s, %out) : (tensor<i1>, tensor<i1>) -> tensor<i1>
+  return %r : tensor<i1>
+}
+
+// -----
+
+// Running the pass twice changes nothing the second time: a lowered segment
+// stores nothing, so it is no longer a segment.
+// CHECK-LABEL: func.func @twice_seg0(
+// CHECK:         bufferization.materialize_in_destination
+func.func @twice_seg0(%arg0: memref<?xf32, strided<[?], offset: ?>>, %arg1: memref<?xf32, strided<[?], offset: ?>>) attributes {fuser.num_inputs = 1 : i64, llvm.emit_c_interface} {
+  %0 = bufferization.to_tensor %arg0 restrict : memref<?xf32, strided<[?], offset: ?>> to tensor<?xf32>
+  bufferization.materialize_in_destination %0 in restrict writable %arg1 : (tensor<?xf32>, memref<?xf32, strided<[?], offset: ?>>) -> ()
+  return
+}

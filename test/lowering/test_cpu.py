@@ -179,6 +179,7 @@ class Case:
     reference: Callable[..., np.ndarray]  # (*inputs as float64/int/bool) -> expected
     out_elem: str
     atol_scale: float = 1.0
+    exact: bool = False  # bit-exact (NaN equal NaN) instead of a tolerance
 
 
 def uniform(lo: float, hi: float) -> Gen:
@@ -423,9 +424,9 @@ def cast_reference(source: str, target: str) -> Callable:
             return x != 0
         if target in INTS and source in FLOATS:
             return np.trunc(x).astype(NP_DTYPE[target])
-        if source in FLOATS and target in FLOATS:
-            return x.astype(np.float32).astype(NP_DTYPE[target]).astype(np.float64) if target in ("f16", "bf16") else x
-        return x.astype(NP_DTYPE[target]) if target in INTS else x.astype(np.float64)
+        if source in FLOATS and target in ("f16", "bf16"):  # through f32, as c10 does
+            return x.astype(np.float32).astype(NP_DTYPE[target])
+        return x.astype(NP_DTYPE[target])
 
     return ref
 
@@ -441,7 +442,7 @@ def cast_cases() -> list[Case]:
                 return seg.op("cast", x, shape=SHAPE2[0], elem=target)
 
             inputs = [(SHAPE2[0], SHAPE2[1], source, cast_source(source))]
-            cases.append(Case(f"cast-{source}-to-{target}", inputs, build, cast_reference(source, target), target))
+            cases.append(Case(f"cast-{source}-to-{target}", inputs, build, cast_reference(source, target), target, exact=True))
     # i64 -> i32 wraps; large integers round to the nearest float
     big = lambda r, s: r.integers(-(2**40), 2**40, s)  # noqa: E731
     for target in ("i32", "f32", "f64"):
@@ -449,8 +450,21 @@ def cast_cases() -> list[Case]:
         def build_big(seg: Segment, x: V, target: str = target) -> V:
             return seg.op("cast", x, shape=SHAPE2[0], elem=target)
 
-        ref = (lambda x: x.astype(np.int32)) if target == "i32" else (lambda x, t=target: x.astype(NP_DTYPE[t]).astype(np.float64))
-        cases.append(Case(f"cast-big-i64-to-{target}", [(SHAPE2[0], SHAPE2[1], "i64", big)], build_big, ref, target))
+        cases.append(Case(f"cast-big-i64-to-{target}", [(SHAPE2[0], SHAPE2[1], "i64", big)], build_big, cast_reference("i64", target), target, exact=True))
+    # ties: f32 values halfway between two neighbours round to the even one
+    def ties(mantissa_bits: int) -> Gen:
+        def gen(r: np.random.Generator, shape: tuple) -> np.ndarray:
+            k = r.integers(0, 64, shape)
+            return (1.0 + (2 * k + 1) * 2.0 ** -(mantissa_bits + 1)) * r.choice([-1.0, 1.0], shape)
+
+        return gen
+
+    for target, bits in (("bf16", 7), ("f16", 10)):
+
+        def build_tie(seg: Segment, x: V, target: str = target) -> V:
+            return seg.op("cast", x, shape=SHAPE2[0], elem=target)
+
+        cases.append(Case(f"cast-ties-f32-to-{target}", [(SHAPE2[0], SHAPE2[1], "f32", ties(bits))], build_tie, cast_reference("f32", target), target, exact=True))
     # NaN and infinities to i1 (NaN is true) and between float types
     for source in ("f32", "f64"):
         for target in ("i1", "f16", "bf16"):
@@ -459,7 +473,7 @@ def cast_cases() -> list[Case]:
                 return seg.op("cast", x, shape=SHAPE2[0], elem=target)
 
             gen = with_specials(uniform(-1e3, 1e3))
-            cases.append(Case(f"cast-special-{source}-to-{target}", [(SHAPE2[0], SHAPE2[1], source, gen)], build_special, cast_reference(source, target), target))
+            cases.append(Case(f"cast-special-{source}-to-{target}", [(SHAPE2[0], SHAPE2[1], source, gen)], build_special, cast_reference(source, target), target, exact=True))
     return cases
 
 
@@ -768,6 +782,13 @@ ALL_CASES = [pair for bundle in BUNDLES for pair in case_ids(bundle)]
 @pytest.mark.parametrize("bundle,case_id", ALL_CASES, ids=[c for _, c in ALL_CASES])
 def test_op(bundle: str, case_id: str) -> None:
     outcome = run_bundle(bundle)[case_id]
+    if outcome.case.exact:
+        expected = outcome.expected.astype(NP_DTYPE[outcome.case.out_elem])
+        got = outcome.got
+        if outcome.case.out_elem in FLOATS:  # NumPy's NaN checks do not know bfloat16
+            got, expected = got.astype(np.float64), expected.astype(np.float64)
+        np.testing.assert_array_equal(got, expected, err_msg=case_id)
+        return
     assert_close(outcome.got, outcome.expected, outcome.case.out_elem, atol_scale=outcome.case.atol_scale, what=case_id)
 
 

@@ -28,8 +28,10 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   and malloc/free from the process.
 - ``arith-expand{include-bf16=true}`` turns ``bf16`` conversions into integer
   code (round to nearest even); ``f16`` conversions use the host's F16C
-  instructions (the lowering never converts ``f64`` to ``f16`` directly, which
-  would call ``__truncdfhf2``, absent from the JIT).
+  instructions. Without F16C, LLVM calls ``__extendhfsf2``/``__truncsfhf2``;
+  :func:`compile_cpu` loads ``libgcc_s.so.1`` (GCC 12 and newer export them)
+  into the process so that the JIT finds them. The lowering never converts
+  ``f64`` to ``f16`` directly (``__truncdfhf2``).
 
 What :func:`compile_cpu` adds to the named pipeline:
 
@@ -47,6 +49,7 @@ What :func:`compile_cpu` adds to the named pipeline:
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -162,6 +165,15 @@ def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
     return ir.Module.parse(text, context=module.context)
 
 
+@functools.cache
+def load_runtime_libraries() -> None:
+    """Make libgcc's half-precision conversion routines visible to the JIT."""
+    try:
+        ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass
+
+
 def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | None = None) -> CpuProgram:
     """Lower the segments of ``module`` (left unchanged) and JIT them.
 
@@ -181,6 +193,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
             reproducer=_save_reproducer(source),
         ) from None
     lowered = drop_unsigned_wrap_flags(lowered)
+    load_runtime_libraries()
     _check_symbols(lowered, source)
     text = str(lowered)
     engine = ExecutionEngine(lowered, opt_level=opt_level)

@@ -973,3 +973,42 @@ def test_no_unsigned_wrap_flags_reach_the_jit() -> None:
     lowered = compile_text(strided_segment().text()).llvm_dialect
     assert "getelementptr inbounds" in lowered
     assert "nuw" not in lowered
+
+
+def test_half_conversion_libcalls_are_available_to_the_jit() -> None:
+    """Hosts without F16C make LLVM call libgcc for f16 conversions."""
+    import ctypes
+
+    from fuser_mlir.lowering.cpu import load_runtime_libraries
+
+    load_runtime_libraries()
+    process = ctypes.CDLL(None)
+    if not hasattr(ctypes.CDLL("libgcc_s.so.1"), "__extendhfsf2"):
+        pytest.skip("this libgcc predates _Float16 support (GCC < 12)")
+    assert hasattr(process, "__extendhfsf2") and hasattr(process, "__truncsfhf2")
+
+
+def test_scalar_libm_calls_without_a_vector_library() -> None:
+    seg = build_bundle([c for c in libm_cases("f32") if c.id in ("long-rows-tanh-f32", "long-rows-pow-f32")])
+    context = make_context()
+    with context, ir.Location.unknown():
+        program = compile_cpu(ir.Module.parse(seg.text()), vector_library="")
+    assert "_ZGV" not in program.llvm_dialect
+    r = rng()
+    x = as_input(uniform(-3, 3)(r, (2, 300)), "f32")
+    a, b = as_input(uniform(0.5, 2)(r, (2, 300)), "f32"), as_input(uniform(-2, 2)(r, (2, 300)), "f32")
+    outs = [np.full((2, 300), np.nan, np.float32) for _ in range(2)]
+    program["t_seg0"](x, a, b, *outs)
+    assert_close(outs[0], np.tanh(f64(x)), "f32")
+    assert_close(outs[1], np.power(f64(a), f64(b)), "f32")
+
+
+def test_fuser_cpu_pipeline_reaches_the_llvm_dialect() -> None:
+    from fuser_mlir.pipeline import run_pipeline
+
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(strided_segment().text())
+        run_pipeline(module, "fuser-cpu-pipeline")
+        ops = {op.operation.name for op in module.body.operations}
+    assert ops <= {"llvm.func", "llvm.mlir.global"}

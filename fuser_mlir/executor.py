@@ -5,9 +5,9 @@ against the definition (before anything runs or is written), builds the cache
 key, compiles on a miss, and runs the compiled fusion.
 
 The key holds everything that changes the compiled code: the backend, and for
-every tensor input its dtype, rank, stride order, contiguity and size-1
-(broadcast) dims; scalar dtypes; and which outputs the caller gives, with their
-dtype, stride order and contiguity. Sizes are symbolic: new sizes never
+every tensor input its dtype, rank, stride order, contiguity, size-1
+(broadcast) dims and alignment class; scalar dtypes; and which outputs the
+caller gives, with the same properties. Sizes are symbolic: new sizes never
 recompile, and are checked against the definition at run time.
 """
 
@@ -61,10 +61,21 @@ def contiguity(array: np.ndarray, order: Sequence[int] | None = None) -> tuple[b
     return tuple(flags)
 
 
+#: Alignment classes of a buffer's data pointer, largest first (bytes).
+ALIGNMENTS = (16, 8, 4, 2, 1)
+
+
+def alignment_class(array: np.ndarray) -> int:
+    """The largest of ALIGNMENTS that divides the array's data address."""
+    address = array.__array_interface__["data"][0]
+    return next(a for a in ALIGNMENTS if address % a == 0)
+
+
 def tensor_signature(array: np.ndarray) -> tuple:
-    """The part of the cache key one tensor contributes."""
+    """The part of the cache key one tensor contributes: dtype, rank, stride
+    order, contiguity, size-1 (broadcast) dims and alignment class."""
     broadcast = tuple(d for d, s in enumerate(array.shape) if s == 1)
-    return (str(array.dtype), array.ndim, stride_order(array), contiguity(array), broadcast)
+    return (str(array.dtype), array.ndim, stride_order(array), contiguity(array), broadcast, alignment_class(array))
 
 
 def _check_tensor(spec, index: int, value: object) -> np.ndarray:

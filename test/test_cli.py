@@ -56,3 +56,9 @@ def test_quickstart_example_runs():
 def test_console_script_module_entry_point():
     result = subprocess.run([sys.executable, "-m", "fuser_mlir.tools.cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("fuser-mlir ")
+
+
+def test_concat_example_writes_both_halves():
+    namespace = runpy.run_path(str(ROOT / "examples" / "concat.py"), run_name="__main__")
+    out, ref = namespace["out"], namespace["ref"]
+    assert float(np.abs(out - ref).max()) < 1e-5

@@ -133,3 +133,20 @@ def test_transposed_given_output_is_written_through_its_strides():
     (out,) = fd.execute([x], outputs=[buf])
     assert out is buf
     np.testing.assert_allclose(buf, np.maximum(x.astype(np.float64), 0) + 1.0, rtol=1e-6)
+
+
+def test_alignment_class_of_a_given_output_is_part_of_the_key():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x * 3.0)
+    fec = FusionExecutorCache(fd)
+    backing = poisoned(64)
+    aligned = backing[:16] if backing.ctypes.data % 16 == 0 else backing[2:18]
+    shifted = backing[1:17]  # 4 bytes off: another alignment class
+    for buf in (aligned, shifted, aligned):
+        buf[...] = np.nan
+        x = rand(16)
+        (out,) = fec.run([x], outputs=[buf])
+        assert out is buf
+        np.testing.assert_allclose(buf, x.astype(np.float64) * 3.0, rtol=1e-6)
+    assert fec.stats.compilations == 2 and fec.stats.hits == 1

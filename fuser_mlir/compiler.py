@@ -21,7 +21,6 @@ and the path of the saved input IR.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,8 @@ from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, ScalarRef, describe_host
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import CompileError, PipelineError
-from fuser_mlir.pipeline import run_pipeline
+from fuser_mlir.lowering.cpu import compile_cpu
+from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
 
@@ -87,21 +87,16 @@ class CompiledFusion:
         return plan_to_dot(self)
 
 
-def _save_reproducer(text: str) -> str:
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    path = config.reproducer_dir() / f"fuser-reproducer-{digest}.mlir"
-    path.write_text(text)
-    return str(path)
-
-
-def _run_stage(module: ir.Module, pipeline: str) -> None:
-    before = str(module)
+def _run_stage(module: ir.Module, pipeline: str, before: str) -> str:
+    """Run ``pipeline`` on ``module``; return the IR after it. On failure the
+    error carries ``before`` (the stage's input) saved as a reproducer."""
     try:
         run_pipeline(module, pipeline, print_ir_after_all=config.dump_ir())
     except PipelineError as err:
         raise CompileError(
-            "compiling the fusion failed", pipeline=pipeline, diagnostics=err.diagnostics, reproducer=_save_reproducer(before)
+            "compiling the fusion failed", pipeline=pipeline, diagnostics=err.diagnostics, reproducer=save_reproducer(before)
         ) from None
+    return str(module)
 
 
 def compile_fusion(
@@ -115,46 +110,18 @@ def compile_fusion(
     stages: dict[str, str] = {}
     with context, ir.Location.unknown():
         module = fusion.build_module(context, given_outputs=given_outputs)
-        _run_stage(module, "fuser-verify")
-        stages["fuser"] = str(module)
-        _run_stage(module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}")
-        stages["segmented"] = str(module)
-        _run_stage(module, "fuser-outline-segments,fuser-verify")
-        stages["outlined"] = str(module)
+        stages["fuser"] = _run_stage(module, "fuser-verify", str(module))
+        stages["segmented"] = _run_stage(
+            module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}", stages["fuser"]
+        )
+        stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
         plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
-        kernel_module = _segment_module(module, fusion.name)
-    program, kernels = _compile_kernels(kernel_module, stages)
+        program = compile_cpu(module)
+    stages["cpu"] = program.llvm_dialect
     return CompiledFusion(
-        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels
+        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=dict(program.kernels)
     )
-
-
-def _segment_module(module: ir.Module, name: str) -> str:
-    """The segment functions alone (public), as text for the CPU pipeline."""
-    pieces = []
-    for op in module.body.operations:
-        op = op.operation
-        if op.name != "func.func" or ir.StringAttr(op.attributes["sym_name"]).value == name:
-            continue
-        pieces.append(str(op))
-    return "module {\n" + "\n".join(pieces) + "\n}\n"
-
-
-def _compile_kernels(text: str, stages: dict[str, str]):
-    from fuser_mlir.lowering.cpu import compile_cpu
-
-    context = make_context()
-    with context, ir.Location.unknown():
-        module = ir.Module.parse(text)
-        try:
-            program = compile_cpu(module)
-        except PipelineError as err:
-            raise CompileError(
-                "lowering the fusion to the CPU failed", pipeline=err.pipeline, diagnostics=err.diagnostics, reproducer=_save_reproducer(text)
-            ) from None
-        stages["cpu"] = str(module)
-    return program, dict(program.kernels)
 
 
 # -- launch plan from the host function ------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fuser_mlir.errors import InputError
+from fuser_mlir.outputs import validate_outputs, visible_outputs
 from fuser_mlir.runtime.plan import MemoryStats
 
 
@@ -75,7 +76,8 @@ def tensor_signature(array: np.ndarray) -> tuple:
     """The part of the cache key one tensor contributes: dtype, rank, stride
     order, contiguity, size-1 (broadcast) dims and alignment class."""
     broadcast = tuple(d for d, s in enumerate(array.shape) if s == 1)
-    return (str(array.dtype), array.ndim, stride_order(array), contiguity(array), broadcast, alignment_class(array))
+    order = stride_order(array)
+    return (str(array.dtype), array.ndim, order, contiguity(array, order), broadcast, alignment_class(array))
 
 
 def _check_tensor(spec, index: int, value: object) -> np.ndarray:
@@ -178,7 +180,6 @@ class FusionExecutorCache:
 
     def compiled_for(self, inputs: Sequence[object], outputs=None):
         """The CompiledFusion for these arguments (compiling on a miss)."""
-        from fuser_mlir.outputs import validate_outputs
 
         args = validate_inputs(self.fusion, inputs)
         given = validate_outputs(self.fusion, args, outputs)
@@ -193,7 +194,7 @@ class FusionExecutorCache:
             self.stats.hits += 1
             return compiled
         self.stats.misses += 1
-        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(_visible_count(self.fusion))), device=self.device, hazard_policy=self.hazard_policy)
+        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(len(visible_outputs(self.fusion)))), device=self.device, hazard_policy=self.hazard_policy)
         self.stats.compilations += 1
         self._compiled[key] = compiled
         return compiled
@@ -202,7 +203,3 @@ class FusionExecutorCache:
         """Run the fusion; ``outputs`` is None or one buffer-or-None per visible output."""
         compiled, args, given = self.compiled_for(inputs, outputs)
         return compiled.execute(args, given, memory=self.memory)
-
-
-def _visible_count(fusion) -> int:
-    return sum(1 for o in fusion.outputs if o.visible)

@@ -16,7 +16,7 @@ import numpy as np
 from fuser_mlir.errors import InputError
 
 
-def _visible_outputs(fusion) -> list:
+def visible_outputs(fusion) -> list:
     return [o for o in fusion.outputs if o.visible]
 
 
@@ -24,7 +24,7 @@ def validate_outputs(fusion, args: Sequence[object], outputs) -> dict[int, np.nd
     """Return ``{visible output index: buffer}`` for the given outputs."""
     if outputs is None:
         return {}
-    visible = _visible_outputs(fusion)
+    visible = visible_outputs(fusion)
     if not isinstance(outputs, (list, tuple)):
         raise InputError(f"outputs must be None or a list with one entry (a buffer or None) per output, got {type(outputs).__name__}")
     if len(outputs) != len(visible):

@@ -11,10 +11,12 @@ to MLIR as text. All diagnostics are collected; a failure raises
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fuser_mlir import config
 from fuser_mlir._mlir import PassManager, ir
 from fuser_mlir.errors import PipelineError, UnknownPassError
 from fuser_mlir.passes import REGISTRY, pass_class
@@ -236,6 +238,16 @@ class DiagnosticCollector:
     @property
     def text(self) -> str:
         return "\n".join(self.messages)
+
+
+def save_reproducer(text: str, prefix: str = "fuser") -> str:
+    """Write the input IR of a failed compile where ``FUSER_REPRODUCER_DIR``
+    says (default: the temporary directory); return the file's path."""
+    directory = config.reproducer_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{prefix}-reproducer-{hashlib.sha256(text.encode()).hexdigest()[:16]}.mlir"
+    path.write_text(text)
+    return str(path)
 
 
 def run_pipeline(

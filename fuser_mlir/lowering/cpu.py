@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -60,7 +59,7 @@ from fuser_mlir.dialect import types as T
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.passes.lower_to_cpu import is_segment, symbol_name
 from fuser_mlir.lowering.vector_library import host_vector_library
-from fuser_mlir.pipeline import PIPELINES, run_pipeline
+from fuser_mlir.pipeline import PIPELINES, run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel
 
 CPU_PIPELINE = "fuser-cpu-pipeline"
@@ -107,15 +106,6 @@ def _segments_only(module: ir.Module) -> tuple[ir.Module, dict[str, list[ArgKind
     return copy, kinds
 
 
-def _save_reproducer(text: str) -> str:
-    """Write the input IR of a failed compile where ``FUSER_REPRODUCER_DIR`` says."""
-    directory = config.reproducer_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"fuser-cpu-{hashlib.sha256(text.encode()).hexdigest()[:16]}.mlir"
-    path.write_text(text)
-    return str(path)
-
-
 def _external_symbols(module: ir.Module) -> list[str]:
     """Names of the ``llvm.func`` declarations the JIT must resolve."""
     names = []
@@ -136,7 +126,7 @@ def _check_symbols(module: ir.Module, source: str) -> None:
             + ", ".join(missing)
             + "; the CPU lowering must expand them in IR",
             pipeline=CPU_PIPELINE,
-            reproducer=_save_reproducer(source),
+            reproducer=save_reproducer(source, "fuser-cpu"),
         )
 
 
@@ -190,7 +180,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
             "compile_cpu: lowering the segments to the LLVM dialect failed",
             pipeline=err.pipeline,
             diagnostics=err.diagnostics,
-            reproducer=_save_reproducer(source),
+            reproducer=save_reproducer(source, "fuser-cpu"),
         ) from None
     lowered = drop_unsigned_wrap_flags(lowered)
     load_runtime_libraries()
@@ -204,7 +194,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
             raise CompileError(
                 f"compile_cpu: the JIT found no entry point for segment @{name} (see the JIT's message on stderr)",
                 pipeline=CPU_PIPELINE,
-                reproducer=_save_reproducer(source),
+                reproducer=save_reproducer(source, "fuser-cpu"),
             )
         program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine)
     return program

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import SEGMENT_ATTR, arg_number, body, fusion_functions, num_inputs, segment_of
 from fuser_mlir.dialect import ops as O
+from fuser_mlir.pipeline import format_location
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 
 POLICIES = ("auto", "copy", "reject")
@@ -95,20 +96,13 @@ def find_hazard(store: ir.Operation) -> Hazard | None:
     return None
 
 
-def _location(op: ir.Operation) -> str:
-    loc = op.location
-    if loc.is_a_file():
-        return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
-    return "an unknown location"
-
-
 def _reject(hazard: Hazard) -> str:
     store, read = hazard.store, hazard.read
     value = store.operands[0].owner
-    defined = f"{op_label(value)} at {_location(value)}" if not isinstance(value, ir.Block) else "a function argument"
+    defined = f"{op_label(value)} at {format_location(value.location)}" if not isinstance(value, ir.Block) else "a function argument"
     x = arg_number(store.operands[1])
     return (
-        f"{op_label(store)} writes input {x} in place, but {op_label(read)} at {_location(read)} reads input {x}'s "
+        f"{op_label(store)} writes input {x} in place, but {op_label(read)} at {format_location(read.location)} reads input {x}'s "
         f"entry value and {hazard.reason}; the stored value is defined by {defined}. "
         "Use policy=copy (or auto) to compute into a temporary and copy afterwards"
     )

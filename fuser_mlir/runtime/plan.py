@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fuser_mlir.runtime.cpu import numpy_dtype
+
 SizeExpr = list  # see the module docstring
 
 _BINARY = {
@@ -76,13 +78,7 @@ class Buffer:
         return tuple(eval_size(e, input_shapes) for e in self.shape)
 
     def nbytes_for(self, input_shapes: Sequence[Sequence[int]]) -> int:
-        return int(np.prod(self.shape_for(input_shapes), dtype=np.int64)) * _itemsize(self.dtype)
-
-
-def _itemsize(dtype: str) -> int:
-    if dtype == "bfloat16":
-        return 2
-    return np.dtype(dtype).itemsize
+        return int(np.prod(self.shape_for(input_shapes), dtype=np.int64)) * numpy_dtype(self.dtype).itemsize
 
 
 @dataclass

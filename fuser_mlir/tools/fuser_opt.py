@@ -174,9 +174,6 @@ class FuserOptMain:
 def _dialect_names(context: ir.Context) -> list[str]:
     """The dialects registered in ``context`` plus the loaded fuser dialect."""
     names = {"fuser"}
-    with context:
-        module = ir.Module.parse("module {}")
-        del module
     # The bindings have no registry listing; probe the names the package uses.
     for name in ("arith", "builtin", "bufferization", "cf", "func", "gpu", "irdl", "linalg", "llvm", "math",
                  "memref", "nvvm", "scf", "tensor", "vector"):

@@ -43,10 +43,7 @@ def load_dialect(context: ir.Context) -> None:
     with context, ir.Location.unknown():
         module = ir.Module.parse(dialect_source())
         irdl.load_dialects(module)
-    try:
-        context._fuser_loaded = True  # type: ignore[attr-defined]
-    except AttributeError:  # nanobind objects may refuse new attributes
-        pass
+    context._fuser_loaded = True  # type: ignore[attr-defined]
 
 
 def make_context() -> ir.Context:

@@ -33,6 +33,7 @@ from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, 
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.lowering.cpu import compile_cpu
+from fuser_mlir.passes.resolve_alias_hazards import resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
@@ -55,6 +56,18 @@ class Segment:
     outputs: list[int]  # plan buffer ids it writes
 
 
+@dataclass(frozen=True)
+class HazardResolution:
+    """One in-place update that needed care, and what the compiler did."""
+
+    input: int  # the input updated in place
+    resolution: str  # "reorder" (moved after its readers) or "copy" (temporary + copy)
+    message: str  # the hazard and its fix, with locations
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass
 class CompiledFusion:
     """A fusion compiled for one signature: launch plan + kernels."""
@@ -66,6 +79,8 @@ class CompiledFusion:
     stages: dict[str, str]
     program: object = None  # keeps the JIT engine (and so the kernels) alive
     kernels: dict[str, object] = field(default_factory=dict)
+    #: in-place updates whose hazards were resolved; empty when none needed it
+    hazard_report: list[HazardResolution] = field(default_factory=list)
 
     @property
     def num_segments(self) -> int:
@@ -104,7 +119,7 @@ def compile_fusion(
 ) -> CompiledFusion:
     """Compile ``fusion`` for one set of given outputs, on ``device``.
 
-    ``hazard_policy`` (``auto``, ``copy`` or ``reject``) is how in-place alias
+    ``hazard_policy`` (``auto``, ``reorder``, ``copy`` or ``reject``) is how in-place alias
     hazards are resolved (see ``fuser-resolve-alias-hazards``)."""
     context = make_context()
     stages: dict[str, str] = {}
@@ -114,13 +129,15 @@ def compile_fusion(
         stages["segmented"] = _run_stage(
             module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}", stages["fuser"]
         )
+        report = [HazardResolution(*entry) for entry in resolutions(module.operation)]
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
         plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
         program = compile_cpu(module)
     stages["cpu"] = program.llvm_dialect
     return CompiledFusion(
-        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=dict(program.kernels)
+        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=dict(program.kernels),
+        hazard_report=report,
     )
 
 

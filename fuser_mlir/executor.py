@@ -162,8 +162,10 @@ class FusionExecutorCache:
     """Compiles a FusionDefinition once per input signature and runs it."""
 
     def __init__(self, fusion, *, device: str = "cpu", hazard_policy: str = "auto"):
-        if hazard_policy not in ("auto", "copy", "reject"):
-            raise InputError(f"hazard_policy must be 'auto', 'copy' or 'reject', got {hazard_policy!r}")
+        from fuser_mlir.passes.resolve_alias_hazards import POLICIES
+
+        if hazard_policy not in POLICIES:
+            raise InputError(f"hazard_policy must be one of {', '.join(POLICIES)}, got {hazard_policy!r}")
         if device != "cpu":
             raise InputError(f"device '{device}' is not available: this build runs fusions on 'cpu' only")
         self.fusion = fusion

@@ -130,3 +130,86 @@ def test_reject_policy_names_the_write_and_the_read():
     assert "the stored value is defined by 'fuser.relu' op" in message
     assert "test_inplace.py" in message  # the read's location in the user's code
     np.testing.assert_array_equal(t0, t0_entry)
+
+
+def test_hazard_report_says_what_was_found_and_how_it_was_resolved():
+    t0, t1 = rand(4, 5), rand(3, 4, 5)
+    compiled = issue_2839(False).compile([t0, t1])
+    (entry,) = compiled.hazard_report
+    assert entry.input == 0 and entry.resolution == "reorder"
+    assert "intra-kernel: 'fuser.broadcast_in_dim' at" in entry.message and "test_inplace.py" in entry.message
+    assert "resolved by moving the update into segment 1, after every reader" in entry.message
+    # reordering costs no buffer: only the inputs and the visible output
+    assert sorted(b.kind for b in compiled.plan.buffers) == ["input", "input", "output"]
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(x, [1, 0]) * 2.0, x)
+    (entry,) = fd.compile([rand(3, 3)]).hazard_report
+    assert entry.resolution == "copy"
+    assert "copying it into input 0" in entry.message
+
+
+@pytest.mark.parametrize("policy", ["auto", "reorder", "copy"])
+def test_every_resolving_policy_gives_the_ssa_result(policy):
+    fec = FusionExecutorCache(issue_2839(True), hazard_policy=policy)
+    t0, t1 = rand(4, 5), rand(3, 4, 5)
+    t0_entry = t0.copy()
+    (t3,) = fec.run([t0, t1])
+    np.testing.assert_allclose(t3, t0_entry.astype(np.float64) + t1, rtol=1e-6)
+    np.testing.assert_array_equal(t0, np.maximum(t0_entry, 0))
+
+
+def test_reorder_policy_refuses_an_update_that_cannot_move():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(x, [1, 0]), x)
+    x = rand(4, 4)
+    x0 = x.copy()
+    with pytest.raises(CompileError, match="cannot be reordered after the reads of input 0: 'fuser.permute' at .* reads the input at other indices"):
+        FusionExecutorCache(fd, hazard_policy="reorder").run([x])
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_a_reader_segment_that_depends_on_another_segment_while_the_write_lands_elsewhere():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        m = fd.ops.max(y, dims=[1], keepdim=True)  # segment 0
+        fd.add_output(x * m)  # segment 1 reads x after segment 0
+        fd.add_output(y + 1.0, x)  # the write into x lands in segment 0 unless moved
+    x, y = rand(5, 6), rand(5, 6)
+    x0, y0 = x.astype(np.float64), y.astype(np.float64)
+    (out,) = fd.execute([x, y])
+    np.testing.assert_allclose(out, x0 * y0.max(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(x, y0 + 1.0, rtol=1e-6)
+
+
+def test_aliases_combined_with_preallocated_outputs():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[1], keepdim=True)
+        fd.add_output(x - s, x)  # hidden in-place update
+        fd.add_output(s)  # visible, given
+        fd.add_output(x * 2.0)  # visible, allocated
+    x = rand(6, 7)
+    x0 = x.astype(np.float64)
+    s_buf = np.full((6, 1), np.nan, np.float32)
+    s_out, doubled = fd.execute([x], outputs=[s_buf, None])
+    assert s_out is s_buf
+    np.testing.assert_allclose(s_buf, x0.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(doubled, x0 * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(x, x0 - x0.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_an_aliased_input_given_as_its_own_visible_output_is_the_same_buffer():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.ops.exp(x)
+        fd.add_output(y, x)
+        fd.add_output(y)
+    x = rand(10)
+    x0 = x.astype(np.float64)
+    (out,) = fd.execute([x], outputs=[x])
+    assert out is x
+    np.testing.assert_allclose(x, np.exp(x0), rtol=1e-6)

@@ -30,6 +30,7 @@ _ENTRIES = [
     PassEntry("fuser-verify", "Check the fuser-dialect invariants that IRDL cannot express."),
     PassEntry("fuser-segment", "Assign every computing fuser op to a segment (a future kernel)."),
     PassEntry("fuser-resolve-alias-hazards", "Resolve in-place alias hazards: every read of an input sees its entry value."),
+    PassEntry("fuser-test-print-alias-hazards", "Annotate every in-place store with the alias hazards the analysis finds."),
     PassEntry("fuser-outline-segments", "Move each segment into a private function; the host calls them in order."),
     PassEntry("fuser-lower-to-cpu", "Lower segment functions to linalg on tensors over strided memref arguments."),
 ]

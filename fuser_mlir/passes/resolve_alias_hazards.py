@@ -3,38 +3,33 @@
 Preconditions: ``fuser-segment`` has run (ops carry ``fuser.segment``);
 ``fuser-outline-segments`` has not. Run it between the two.
 
-Effect: each hazardous in-place store is rewritten (policy ``copy``/``auto``)
-or reported (``reject``); safe stores are left as they are.
+Effect: every in-place store that :func:`~fuser_mlir.analysis.hazards.find_hazards`
+flags (a later segment reads the input, or the writing kernel reads it at
+other indices) is resolved per ``policy`` and annotated with
+``fuser.alias_resolution`` (``"reorder"`` or ``"copy"``) and
+``fuser.alias_report`` (the hazard and its fix in words). Safe stores stay as
+they are: a same-index pointwise update is one kernel with no copy.
 
-A ``fuser.store`` into an input argument ``%x`` (an in-place update) is safe
-as it stands only when the write cannot overtake a read of ``%x``: every op
-that reads ``%x``, directly or through other ops, is a same-shape pointwise op
-(or cast/set) in the writer's segment whose results flow only into that store.
-Then each element is read by the thread (loop iteration) that writes it, before
-it writes it, and no other kernel reads ``%x``. Anything else is a hazard:
+Policies (``policy=auto|reorder|copy|reject``, default ``auto``):
 
-* cross-segment: another segment reads ``%x`` (it may run after the writer);
-* intra-kernel: ``%x`` is read through a broadcast, reduction, permute or
-  reshape, or feeds another result of the writer's kernel.
+* ``reorder``: the ops that compute only this update move, with the store, to
+  a segment of their own after every other segment; they read the input
+  same-index in the kernel that writes it. No extra buffer, no copy. Fails
+  with a diagnostic when the update cannot move (it reads the input at other
+  indices, or reads another input updated in place).
+* ``copy``: the update is computed into a temporary where it was, and a
+  trailing segment copies it into the input after every other kernel.
+* ``auto``: reorder where the update can move, else copy.
+* ``reject``: fail with a diagnostic at the store naming the write, the read
+  and the op defining the stored value, with locations.
 
-Policies (``policy=auto|copy|reject``, default ``auto``):
-
-* ``copy`` (and ``auto``): the value is computed into a temporary instead, and
-  a trailing segment of its own copies it into ``%x`` after every other kernel
-  ran. The result is the SSA semantics, whatever the segmentation.
-* ``reject``: fail with a diagnostic at the store that names the write, the
-  read, and the op defining the stored value, with their locations.
-
-No hazard, nothing added: a same-index pointwise update stays one kernel.
-(``reorder``, which would order reader segments before the writer instead of
-copying, is not implemented yet; ``auto`` copies.)
-
-    %r = "fuser.permute"(%x) {dims = array<i64: 1, 0>, fuser.segment = 0}
+    %r = "fuser.relu"(%x) {fuser.segment = 0}
     %s = "fuser.store"(%r, %x) {fuser.segment = 0}
-    ==>
-    %r = "fuser.permute"(%x) {dims = array<i64: 1, 0>, fuser.segment = 0}
-    %c = "fuser.set"(%r) {fuser.segment = 1}
-    %s = "fuser.store"(%c, %x) {fuser.segment = 1}
+    %b = "fuser.broadcast_in_dim"(%x) {..., fuser.segment = 0}
+    ==> (auto: reorder)
+    %r = "fuser.relu"(%x) {fuser.segment = 1}
+    %s = "fuser.store"(%r, %x) {fuser.alias_resolution = "reorder", fuser.segment = 1, ...}
+    %b = "fuser.broadcast_in_dim"(%x) {..., fuser.segment = 0}
 """
 
 from __future__ import annotations
@@ -42,87 +37,81 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fuser_mlir._mlir import ir
+from fuser_mlir.analysis.hazards import Hazard, exclusive_cone, find_hazards, movable_reason, writes_input
 from fuser_mlir.analysis.segments import SEGMENT_ATTR, arg_number, body, fusion_functions, num_inputs, segment_of
 from fuser_mlir.dialect import ops as O
-from fuser_mlir.pipeline import format_location
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
+from fuser_mlir.pipeline import format_location
 
-POLICIES = ("auto", "copy", "reject")
-_SAME_INDEX = frozenset(O.POINTWISE | {"cast", "set"})
-
-
-@dataclass
-class Hazard:
-    """Why an in-place store into an input is unsafe as it stands."""
-
-    store: ir.Operation
-    read: ir.Operation
-    reason: str
+POLICIES = ("auto", "reorder", "copy", "reject")
+RESOLUTION_ATTR = "fuser.alias_resolution"
+REPORT_ATTR = "fuser.alias_report"
 
 
-def _users(value: ir.Value) -> list[ir.Operation]:
-    return [use.owner for use in value.uses]
+def in_place_stores(func: ir.Operation) -> list[ir.Operation]:
+    """The stores of ``func`` that write into one of its inputs."""
+    n = num_inputs(func)
+    return [op.operation for op in body(func).operations if O.short_name(op.operation.name) == "store" and writes_input(op.operation, n)]
 
 
-def _cone(x: ir.Value, store: ir.Operation) -> list[ir.Operation]:
-    """Every op that reads ``x`` directly or through other ops, but the store."""
-    seen: list[ir.Operation] = []
-    work = [op for op in _users(x) if op != store]
-    while work:
-        op = work.pop()
-        if op in seen:
-            continue
-        seen.append(op)
-        for result in op.results:
-            work.extend(u for u in _users(result) if u != store)
-    return seen
+def _segment_attr(segment: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), segment)
 
 
-def find_hazard(store: ir.Operation) -> Hazard | None:
-    """The first reason the in-place ``store`` (into an input) is unsafe, or None."""
-    x = store.operands[1]
-    segment = segment_of(store)
-    for op in _cone(x, store):
-        name = O.short_name(op.name)
-        if op.name == "func.return":
-            continue
-        if segment_of(op) != segment:
-            return Hazard(store, op, f"segment {segment_of(op)} reads it, and segment {segment} writes it")
-        if name not in _SAME_INDEX or op.results[0].type != x.type:
-            return Hazard(store, op, "the writing kernel reads it at other indices")
-        escapes = [u for r in op.results for u in _users(r) if u != store and O.short_name(u.name) not in _SAME_INDEX]
-        if escapes:
-            return Hazard(store, op, "the writing kernel also uses it for another result")
-    return None
-
-
-def _reject(hazard: Hazard) -> str:
+def _reject_message(hazard: Hazard) -> str:
     store, read = hazard.store, hazard.read
     value = store.operands[0].owner
-    defined = f"{op_label(value)} at {format_location(value.location)}" if not isinstance(value, ir.Block) else "a function argument"
-    x = arg_number(store.operands[1])
+    defined = "a function argument" if isinstance(value, ir.Block) else f"{op_label(value)} at {format_location(value.location)}"
+    x = hazard.input_index
     return (
-        f"{op_label(store)} writes input {x} in place, but {op_label(read)} at {format_location(read.location)} reads input {x}'s "
-        f"entry value and {hazard.reason}; the stored value is defined by {defined}. "
-        "Use policy=copy (or auto) to compute into a temporary and copy afterwards"
+        f"{op_label(store)} writes input {x} in place, but {op_label(read)} at {format_location(read.location)} "
+        f"reads input {x}'s entry value ({hazard.kind}: it {hazard.detail}); the stored value is defined by {defined}. "
+        "Use policy=auto to reorder or copy"
     )
 
 
-def _copy_after_everything(store: ir.Operation, segment: int) -> None:
-    """Replace ``store(v, x)`` by ``set(v)`` + ``store(.., x)`` in a trailing segment."""
+def _report(hazards: list[Hazard], fix: str) -> str:
+    store = hazards[0].store
+    found = "; ".join(h.describe() for h in hazards)
+    return f"input {hazards[0].input_index} is updated in place by the store at {format_location(store.location)}; {found}; {fix}"
+
+
+def _annotate(store: ir.Operation, resolution: str, report: str) -> None:
+    store.attributes[RESOLUTION_ATTR] = ir.StringAttr.get(resolution)
+    store.attributes[REPORT_ATTR] = ir.StringAttr.get(report)
+
+
+def move_to_segment(store: ir.Operation, cone: list[ir.Operation], segment: int) -> None:
+    """Put ``store`` and its exclusive ``cone`` into ``segment``."""
+    for op in [*cone, store]:
+        op.attributes[SEGMENT_ATTR] = _segment_attr(segment)
+
+
+def copy_in_segment(store: ir.Operation, segment: int) -> ir.Operation:
+    """Replace ``store(v, x)`` by ``store(set(v), x)`` in ``segment`` (placed
+    before the terminator); ``v`` becomes an intermediate. Returns the new store."""
     terminator = list(store.block.operations)[-1]
-    seg_attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), segment)
     value, x = store.operands[0], store.operands[1]
+    attrs = {SEGMENT_ATTR: _segment_attr(segment)}
     with ir.InsertionPoint(terminator), store.location:
-        copied = O.create("set", [value], value.type, {SEGMENT_ATTR: seg_attr})
-        new_store = O.create("store", [copied, x], x.type, {SEGMENT_ATTR: seg_attr})
-    store.results[0].replace_all_uses_with(new_store)
+        copied = O.create("set", [value], value.type, attrs)
+        new_store = O.create("store", [copied, x], x.type, attrs).owner
+    store.results[0].replace_all_uses_with(new_store.results[0])
     store.erase()
+    return new_store
 
 
-def _writes_input(store: ir.Operation, num_inputs_: int) -> bool:
-    position = arg_number(store.operands[1])
-    return position is not None and position < num_inputs_
+def resolutions(module: ir.Operation) -> list[tuple[int, str, str]]:
+    """``(input index, "reorder"|"copy", report)`` for every store this pass
+    resolved, read back from its annotations (in program order)."""
+    found = []
+    for func in fusion_functions(module):
+        for store in in_place_stores(func):
+            if RESOLUTION_ATTR not in store.attributes:
+                continue
+            resolution = ir.StringAttr(store.attributes[RESOLUTION_ATTR]).value
+            found.append((arg_number(store.operands[1]), resolution, ir.StringAttr(store.attributes[REPORT_ATTR]).value))
+    return found
 
 
 @dataclass
@@ -130,7 +119,7 @@ class ResolveAliasHazardsPass(FuserPass):
     NAME = "fuser-resolve-alias-hazards"
     SUMMARY = "Resolve in-place alias hazards: every read of an input sees its entry value."
 
-    policy: str = "auto"
+    policy: str = "auto"  # one of POLICIES
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -144,16 +133,34 @@ class ResolveAliasHazardsPass(FuserPass):
             raise PassFailure()
 
     def resolve(self, func: ir.Operation) -> bool:
-        n = num_inputs(func)
-        stores = [op.operation for op in body(func).operations if O.short_name(op.operation.name) == "store" and _writes_input(op.operation, n)]
-        hazards = [h for h in (find_hazard(s) for s in stores) if h is not None]
-        if not hazards:
+        """Resolve the hazards of one function; True when it reported errors."""
+        stores = in_place_stores(func)
+        found = [(store, find_hazards(store)) for store in stores]
+        found = [(store, hazards) for store, hazards in found if hazards]
+        if not found:
             return False
         if self.policy == "reject":
-            for hazard in hazards:
-                emit_error(hazard.store, _reject(hazard))
+            for _, hazards in found:
+                emit_error(hazards[0].store, _reject_message(hazards[0]))
             return True
-        last = max((segment_of(op.operation) for op in body(func).operations if segment_of(op.operation) is not None), default=-1)
-        for hazard in hazards:
-            _copy_after_everything(hazard.store, last + 1)
-        return False
+        aliased = {arg_number(s.operands[1]) for s in stores}
+        segments = [segment_of(op.operation) for op in body(func).operations]
+        next_segment = max((s for s in segments if s is not None), default=-1) + 1
+        to_copy: list[tuple[ir.Operation, list[Hazard]]] = []
+        failed = False
+        for store, hazards in found:
+            cone = exclusive_cone(store)
+            reason = "policy=copy" if self.policy == "copy" else movable_reason(store, cone, aliased)
+            if reason is None:
+                move_to_segment(store, cone, next_segment)
+                _annotate(store, "reorder", _report(hazards, f"resolved by moving the update into segment {next_segment}, after every reader"))
+                next_segment += 1
+            elif self.policy == "reorder":
+                emit_error(store, f"{op_label(store)} cannot be reordered after the reads of input {hazards[0].input_index}: {reason}; use policy=copy or auto")
+                failed = True
+            else:
+                to_copy.append((store, hazards))
+        for store, hazards in to_copy:
+            report = _report(hazards, f"resolved by computing the update into a temporary and copying it into input {hazards[0].input_index} in segment {next_segment}")
+            _annotate(copy_in_segment(store, next_segment), "copy", report)
+        return failed

@@ -54,3 +54,14 @@ class InputError(FuserError):
 
 class CompileError(PipelineError):
     """Lowering a fusion to a target failed."""
+
+
+class CudaError(FuserError):
+    """A CUDA driver call failed, or CUDA is not available where it is needed.
+
+    The message names the call and the CUDA error (``CUDA_ERROR_OUT_OF_MEMORY``)."""
+
+
+class DeviceError(InputError):
+    """Arguments live on devices the fusion cannot run on together
+    (e.g. NumPy arrays mixed with CUDA tensors)."""

@@ -15,7 +15,7 @@ import types
 
 from mlir import ir
 from mlir.dialects import arith, func, irdl
-from mlir.dialects import bufferization, linalg, math, scf, tensor
+from mlir.dialects import bufferization, gpu, linalg, math, scf, tensor
 from mlir.execution_engine import ExecutionEngine
 from mlir.passmanager import PassManager
 from mlir.runtime import get_ranked_memref_descriptor
@@ -35,6 +35,7 @@ __all__ = [
     "arith",
     "bufferization",
     "func",
+    "gpu",
     "get_ranked_memref_descriptor",
     "ir",
     "irdl",

@@ -28,3 +28,36 @@ def reproducer_dir() -> Path:
 def dump_ir() -> bool:
     """``FUSER_DUMP_IR=1``: print the IR after every pass of every compile."""
     return _flag("FUSER_DUMP_IR", False)
+
+
+def cuda_arch() -> str | None:
+    """``FUSER_CUDA_ARCH`` (e.g. ``sm_90``): the GPU architecture to compile
+    for; default: the device's own (``sm_90`` when there is no device)."""
+    return os.environ.get("FUSER_CUDA_ARCH") or None
+
+
+_LIBDEVICE_PLACES = (
+    "nvvm/libdevice/libdevice.10.bc",  # under a CUDA toolkit
+)
+
+
+def libdevice_path() -> Path | None:
+    """``FUSER_LIBDEVICE``: NVIDIA's libdevice bitcode, linked into kernels for
+    math functions; default: found under ``CUDA_HOME``/``CUDA_PATH``,
+    ``/usr/local/cuda``, or the nvidia-cuda-nvcc wheel."""
+    explicit = os.environ.get("FUSER_LIBDEVICE")
+    if explicit:
+        return Path(explicit)
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    try:
+        import nvidia.cuda_nvcc  # type: ignore[import-not-found]
+
+        roots.extend(nvidia.cuda_nvcc.__path__)
+    except ImportError:
+        pass
+    for root in filter(None, roots):
+        for place in _LIBDEVICE_PLACES:
+            candidate = Path(root) / place
+            if candidate.is_file():
+                return candidate
+    return None

@@ -91,7 +91,7 @@ def argument_kinds(function: ir.Operation) -> list[ArgKind]:
     return kinds
 
 
-def _segments_only(module: ir.Module) -> tuple[ir.Module, dict[str, list[ArgKind]]]:
+def segments_only(module: ir.Module) -> tuple[ir.Module, dict[str, list[ArgKind]]]:
     """A copy of ``module`` without its non-segment functions, and each
     segment's argument kinds."""
     text = module.operation.get_asm(enable_debug_info=True)
@@ -170,7 +170,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     ``vector_library`` overrides the host's (``""``: scalar libm calls).
     """
     source = module.operation.get_asm(enable_debug_info=True)
-    lowered, kinds = _segments_only(module)
+    lowered, kinds = segments_only(module)
     if vector_library is None:
         vector_library = host_vector_library()
     try:

@@ -1,0 +1,262 @@
+"""The CUDA driver layer: cuda-python's ``cuda.bindings.driver``, no MLIR.
+
+Imports without CUDA present; :func:`available` says whether a GPU can be
+used here, and every other entry point raises
+:class:`~fuser_mlir.errors.CudaError` (naming the call and the CUDA error)
+when it cannot.
+
+GPU segments are host functions JIT-compiled on the CPU that launch their
+kernels through MLIR's GPU runtime ABI (``mgpuModuleLoadJIT``,
+``mgpuLaunchKernel``, ...). :func:`mgpu_symbols` provides those functions as
+ctypes callbacks into this module, so the same driver layer serves them:
+
+- modules load once per process, cached by the address of the embedded PTX
+  (``mgpuModuleUnload`` keeps them), functions are cached per module;
+- ``mgpuStreamCreate`` hands out the stream of the current call
+  (:func:`use_stream`, e.g. torch's current stream), and
+  ``mgpuStreamSynchronize``/``mgpuStreamDestroy`` do nothing: launches stay
+  asynchronous and ordered on that stream;
+- ``mgpuMemAlloc``/``mgpuMemFree`` allocate intermediates inside a segment,
+  stream-ordered (``cuMemAllocAsync``/``cuMemFreeAsync``).
+
+A callback cannot raise into the JIT-compiled caller; it records the error and
+returns null, and :func:`raise_pending` (called after every segment) raises it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+
+from fuser_mlir.errors import CudaError
+
+_state = threading.local()
+_modules: dict[int, object] = {}  # PTX address -> CUmodule
+_functions: dict[tuple[int, bytes], object] = {}  # (module, name) -> CUfunction
+_function_by_handle: dict[int, object] = {}
+_pending: list[BaseException] = []
+_lock = threading.Lock()
+
+
+@functools.cache
+def driver():
+    """``cuda.bindings.driver``, initialised; CudaError when unavailable."""
+    try:
+        from cuda.bindings import driver as drv
+    except ImportError as err:
+        raise CudaError("CUDA is not available: cuda-bindings is not installed (pip install 'fuser-mlir[cuda]')") from err
+    check(drv.cuInit(0), "cuInit")
+    return drv
+
+
+def check(result, call: str):
+    """Raise CudaError unless ``result`` (cuda-python's tuple) reports success;
+    return the remaining values (one value, a tuple, or None)."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    error, rest = result[0], result[1:]
+    drv = _driver_module()
+    if error != drv.CUresult.CUDA_SUCCESS:
+        name = drv.cuGetErrorName(error)[1]
+        text = name.decode() if isinstance(name, bytes) else str(error)
+        raise CudaError(f"{call} failed: {text}")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+@functools.cache
+def _driver_module():
+    from cuda.bindings import driver as drv
+
+    return drv
+
+
+def available() -> bool:
+    """Whether a CUDA GPU can run fusions in this process."""
+    try:
+        drv = driver()
+        return check(drv.cuDeviceGetCount(), "cuDeviceGetCount") > 0
+    except (CudaError, ImportError):
+        return False
+
+
+@functools.cache
+def context(device: int = 0):
+    """Retain the primary context of ``device`` and make it current."""
+    drv = driver()
+    dev = check(drv.cuDeviceGet(device), "cuDeviceGet")
+    ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def ensure_context(device: int = 0) -> None:
+    """Make ``device``'s primary context current on this thread."""
+    check(driver().cuCtxSetCurrent(context(device)), "cuCtxSetCurrent")
+
+
+@functools.cache
+def compute_capability(device: int = 0) -> tuple[int, int]:
+    drv = driver()
+    dev = check(drv.cuDeviceGet(device), "cuDeviceGet")
+    attr = drv.CUdevice_attribute
+    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+    return major, minor
+
+
+def mem_alloc(nbytes: int) -> int:
+    """``nbytes`` of device memory (at least 1 byte) as an address."""
+    return int(check(driver().cuMemAlloc(max(1, nbytes)), f"cuMemAlloc({nbytes} bytes)"))
+
+
+def mem_free(address: int) -> None:
+    check(driver().cuMemFree(address), "cuMemFree")
+
+
+def synchronize() -> None:
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+# -- the stream of the current call ----------------------------------------------------
+
+
+def current_stream() -> int:
+    """The stream handle kernels of this thread launch on (0: the legacy default stream)."""
+    return getattr(_state, "stream", 0)
+
+
+class use_stream:
+    """``with use_stream(handle):`` launches of this thread go to ``handle``."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __enter__(self) -> None:
+        self.previous = current_stream()
+        _state.stream = self.handle
+
+    def __exit__(self, *exc) -> None:
+        _state.stream = self.previous
+
+
+# -- MLIR's GPU runtime ABI as callbacks ------------------------------------------------
+
+
+def _guard(default):
+    """Run a callback body; record an exception for raise_pending() instead of raising."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def guarded(*args):
+            try:
+                return fn(*args)
+            except BaseException as err:  # noqa: BLE001 - re-raised by raise_pending
+                with _lock:
+                    _pending.append(err)
+                return default
+
+        return guarded
+
+    return wrap
+
+
+def raise_pending() -> None:
+    """Raise the first error a runtime callback recorded since the last call."""
+    with _lock:
+        if not _pending:
+            return
+        error, _pending[:] = _pending[0], []
+    raise error
+
+
+@_guard(None)
+def _module_load_jit(data: int, opt_level: int) -> int:
+    if data not in _modules:
+        ensure_context()
+        _modules[data] = check(driver().cuModuleLoadData(data), "cuModuleLoadData (PTX JIT)")
+    return int(_modules[data])
+
+
+@_guard(None)
+def _module_load(data: int, size: int) -> int:
+    return _module_load_jit(data, 0)
+
+
+def _module_unload(module: int) -> None:
+    """Modules stay loaded for the process (they are cached by PTX address)."""
+
+
+@_guard(None)
+def _module_get_function(module: int, name: int) -> int:
+    key = (module, ctypes.string_at(name))
+    function = _functions.get(key)
+    if function is None:
+        loaded = next(m for m in _modules.values() if int(m) == module)
+        function = check(driver().cuModuleGetFunction(loaded, key[1]), f"cuModuleGetFunction({key[1].decode()})")
+        _functions[key] = function
+        _function_by_handle[int(function)] = function
+    return int(function)
+
+
+@_guard(None)
+def _launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, extra, count=0) -> None:
+    if not function:
+        raise CudaError("mgpuLaunchKernel: no kernel function (its module failed to load)")
+    drv = driver()
+    check(
+        drv.cuLaunchKernel(_function_by_handle[function], gx, gy, gz, bx, by, bz, smem, drv.CUstream(stream or 0), params, 0),
+        f"cuLaunchKernel(grid=({gx}, {gy}, {gz}), block=({bx}, {by}, {bz}))",
+    )
+
+
+def _stream_create() -> int:
+    return current_stream()
+
+
+def _stream_nothing(stream: int) -> None:
+    """Launches stay asynchronous and ordered on the call's stream."""
+
+
+@_guard(None)
+def _mem_alloc(size: int, stream: int) -> int:
+    """Stream-ordered: the buffer is usable by work queued after this point."""
+    drv = driver()
+    return int(check(drv.cuMemAllocAsync(max(1, size), drv.CUstream(stream or 0)), f"cuMemAllocAsync({size} bytes)"))
+
+
+@_guard(None)
+def _mem_free(ptr: int, stream: int) -> None:
+    """Stream-ordered: freed once the work queued before it has finished."""
+    if ptr:
+        drv = driver()
+        check(drv.cuMemFreeAsync(ptr, drv.CUstream(stream or 0)), "cuMemFreeAsync")
+
+
+_P, _I32, _I64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
+_SIGNATURES = {
+    "mgpuModuleLoadJIT": (ctypes.CFUNCTYPE(_P, _P, _I32), _module_load_jit),
+    "mgpuModuleLoad": (ctypes.CFUNCTYPE(_P, _P, _I64), _module_load),
+    "mgpuModuleUnload": (ctypes.CFUNCTYPE(None, _P), _module_unload),
+    "mgpuModuleGetFunction": (ctypes.CFUNCTYPE(_P, _P, _P), _module_get_function),
+    "mgpuLaunchKernel": (
+        ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I64, _I64, _I64, _I32, _P, _P, _P, _I64),
+        _launch_kernel,
+    ),
+    "mgpuStreamCreate": (ctypes.CFUNCTYPE(_P), _stream_create),
+    "mgpuStreamSynchronize": (ctypes.CFUNCTYPE(None, _P), _stream_nothing),
+    "mgpuStreamDestroy": (ctypes.CFUNCTYPE(None, _P), _stream_nothing),
+    "mgpuMemAlloc": (ctypes.CFUNCTYPE(_P, ctypes.c_uint64, _P), _mem_alloc),
+    "mgpuMemFree": (ctypes.CFUNCTYPE(None, _P, _P), _mem_free),
+}
+
+
+@functools.cache
+def mgpu_symbols() -> dict[str, int]:
+    """Name -> address of each MLIR GPU runtime function this module implements.
+    The ctypes callback objects live as long as the process (cached)."""
+    callbacks = {name: prototype(fn) for name, (prototype, fn) in _SIGNATURES.items()}
+    mgpu_symbols.callbacks = callbacks  # keep them alive
+    return {name: ctypes.cast(cb, ctypes.c_void_p).value for name, cb in callbacks.items()}

@@ -241,20 +241,35 @@ def lower_to_gpu(module: ir.Module, arch: str | None = None) -> tuple[ir.Module,
     libdevice = config.libdevice_path()
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = segments_only(module)
-    pipeline = LOOPS_PIPELINE
     try:
         run_pipeline(lowered, LOOPS_PIPELINE)
-        lowered = prepare_for_gpu(lowered)
-        pipeline = kernels_pipeline(arch, str(libdevice) if libdevice else "")
-        run_pipeline(lowered, pipeline)
     except PipelineError as err:
-        raise CompileError(
-            "compile_gpu: lowering the segments to GPU kernels failed",
-            pipeline=pipeline,
-            diagnostics=err.diagnostics,
-            reproducer=save_reproducer(source, "fuser-gpu"),
-        ) from None
+        raise _failed(err, source) from None
+    lowered = prepare_for_gpu(lowered)
+    _require_libdevice(lowered, libdevice)
+    try:
+        run_pipeline(lowered, kernels_pipeline(arch, str(libdevice) if libdevice else ""))
+    except PipelineError as err:
+        raise _failed(err, source) from None
     return drop_unsigned_wrap_flags(lowered), kinds, arch
+
+
+def _failed(err: PipelineError, source: str) -> CompileError:
+    return CompileError(
+        "compile_gpu: lowering the segments to GPU kernels failed",
+        pipeline=err.pipeline,
+        diagnostics=err.diagnostics,
+        reproducer=save_reproducer(source, "fuser-gpu"),
+    )
+
+
+def _require_libdevice(module: ir.Module, libdevice) -> None:
+    needed = sorted(set(re.findall(r"llvm\.func @(__nv_\w+)", str(module))))
+    if needed and libdevice is None:
+        raise CompileError(
+            f"compile_gpu: the kernels call libdevice math functions ({', '.join(needed)}), but libdevice was not found; "
+            "install the CUDA toolkit or pip install 'fuser-mlir[cuda]' (nvidia-cuda-nvcc), or set FUSER_LIBDEVICE"
+        )
 
 
 def ptx_of(module: ir.Module) -> dict[str, str]:

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
 from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu, ptx_of
@@ -43,8 +43,17 @@ def mixed_math():
 CASES = {"softmax_bf16": softmax_bf16, "mixed_math": mixed_math}
 
 
+def test_math_without_libdevice_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr("fuser_mlir.lowering.gpu.config.libdevice_path", lambda: None)
+    context, module = outlined(mixed_math())
+    with context, ir.Location.unknown(), pytest.raises(CompileError, match=r"the kernels call libdevice math functions \(__nv_erff, .*\), but libdevice was not found"):
+        lower_to_gpu(module, "sm_90")
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_segments_lower_to_ptx_that_ptxas_accepts(case, tmp_path):
+    if config.libdevice_path() is None:
+        pytest.skip("no libdevice here (no CUDA toolkit); the error case is tested above")
     context, module = outlined(CASES[case]())
     with context, ir.Location.unknown():
         lowered, kinds, arch = lower_to_gpu(module, "sm_90")

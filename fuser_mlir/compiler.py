@@ -11,7 +11,11 @@ Stages (each kept as text, ``compiled.ir(stage)``):
     one private ``func.func`` per segment and a host function of calls
     (``fuser-outline-segments``);
 ``cpu``
-    the segment functions lowered to the LLVM dialect (``fuser-cpu-pipeline``).
+    the segment functions lowered to the LLVM dialect (``fuser-cpu-pipeline``),
+    for ``device="cpu"``;
+``gpu``
+    for ``device="cuda"``: the segments' host code in the LLVM dialect with
+    their PTX kernels in ``gpu.binary`` ops (:mod:`fuser_mlir.lowering.gpu`).
 
 The host function becomes a :class:`~fuser_mlir.runtime.plan.LaunchPlan`
 (plain data); the segment functions become kernels. A failed compile raises
@@ -38,8 +42,14 @@ from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
 
-STAGES = ("fuser", "segmented", "outlined", "cpu")
+STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 
+
+
+def device_index(device: str) -> int:
+    """``"cuda:1"`` -> 1, ``"cuda"`` -> 0."""
+    _, _, index = device.partition(":")
+    return int(index or 0)
 
 
 def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -92,9 +102,18 @@ class CompiledFusion:
             raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(self.stages)}")
         return self.stages[stage]
 
-    def execute(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None) -> list:
-        """Run on validated arguments (see FusionExecutorCache.run)."""
-        return execute(self.plan, self.kernels, args, given, allocate, memory)
+    def execute(
+        self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None, torch_outputs: bool = False
+    ) -> list:
+        """Run on validated arguments (see FusionExecutorCache.run): NumPy
+        arrays on the CPU, device-array views on CUDA."""
+        if self.device == "cpu":
+            return execute(self.plan, self.kernels, args, given, allocate, memory)
+        from fuser_mlir.runtime import cuda
+
+        return cuda.execute_plan(
+            self.plan, self.kernels, args, given, memory, device=device_index(self.device), torch_outputs=torch_outputs
+        )
 
     def to_dot(self) -> str:
         from fuser_mlir.visualize import plan_to_dot
@@ -133,10 +152,19 @@ def compile_fusion(
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
         plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
-        program = compile_cpu(module)
-    stages["cpu"] = program.llvm_dialect
+        if device == "cpu":
+            program = compile_cpu(module)
+            stages["cpu"] = program.llvm_dialect
+            kernels = dict(program.kernels)
+        else:
+            from fuser_mlir.lowering.gpu import compile_gpu
+            from fuser_mlir.runtime.cuda import checked_kernel
+
+            program = compile_gpu(module)
+            stages["gpu"] = program.ptx_module
+            kernels = {name: checked_kernel(k) for name, k in program.kernels.items()}
     return CompiledFusion(
-        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=dict(program.kernels),
+        name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels,
         hazard_report=report,
     )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuser_mlir.errors import InputError
+from fuser_mlir.errors import DeviceError, InputError
 from fuser_mlir.outputs import validate_outputs, visible_outputs
 from fuser_mlir.runtime.plan import MemoryStats
 
@@ -68,7 +68,7 @@ ALIGNMENTS = (16, 8, 4, 2, 1)
 
 def alignment_class(array: np.ndarray) -> int:
     """The largest of ALIGNMENTS that divides the array's data address."""
-    address = array.__array_interface__["data"][0]
+    address = array.ptr if hasattr(array, "ptr") else array.__array_interface__["data"][0]
     return next(a for a in ALIGNMENTS if address % a == 0)
 
 
@@ -80,11 +80,34 @@ def tensor_signature(array: np.ndarray) -> tuple:
     return (str(array.dtype), array.ndim, order, contiguity(array, order), broadcast, alignment_class(array))
 
 
-def _check_tensor(spec, index: int, value: object) -> np.ndarray:
-    if not isinstance(value, np.ndarray):
+def as_array(value: object, device: str):
+    """``value`` as the runtime's array type on ``device`` (a NumPy array on
+    the CPU, a :class:`~fuser_mlir.runtime.arrays.DeviceArray` view on CUDA),
+    or None when it is not an array there."""
+    if device == "cpu":
+        return value if isinstance(value, np.ndarray) else None
+    from fuser_mlir.runtime.arrays import device_view
+
+    return device_view(value)
+
+
+def value_device(value: object) -> str | None:
+    """``"cpu"`` for a NumPy array, ``"cuda"`` for a CUDA array, else None."""
+    if isinstance(value, np.ndarray):
+        return "cpu"
+    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack_device__"):
+        return "cuda"
+    return None
+
+
+def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
+    array = as_array(value, device)
+    if array is None:
+        kind = "a NumPy array" if device == "cpu" else "a CUDA array (torch, CuPy, ...)"
         if np.isscalar(value):
-            raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass a NumPy array")
-        raise InputError(f"input {index} must be a NumPy array of dtype {spec.dtype.numpy}, got {_describe(value)}")
+            raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}")
+        raise InputError(f"input {index} must be {kind} of dtype {spec.dtype.numpy}, got {_describe(value)}")
+    value = array
     if value.dtype != spec.dtype.numpy:
         raise InputError(
             f"input {index} has dtype {value.dtype}, but the definition declares {spec.dtype.name} ({spec.dtype.numpy}); "
@@ -109,6 +132,8 @@ def _check_tensor(spec, index: int, value: object) -> np.ndarray:
 
 
 def _check_scalar(spec, index: int, value: object) -> object:
+    if value_device(value) == "cuda":
+        raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got a CUDA array; pass a Python number")
     if isinstance(value, np.ndarray) and value.ndim > 0:
         raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got {_describe(value)}; pass a Python number")
     if not isinstance(value, (int, float, bool, np.generic, np.ndarray)):
@@ -138,8 +163,9 @@ def check_sizes(size_classes: Sequence[set], inputs: Sequence[object]) -> None:
                 )
 
 
-def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
-    """Check ``inputs`` against the definition; return them normalised."""
+def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> list[object]:
+    """Check ``inputs`` against the definition; return them normalised (arrays
+    as the runtime's array type on ``device``)."""
     specs = fusion.inputs
     if not isinstance(inputs, (list, tuple)):
         raise InputError(f"inputs must be a list with one value per fusion input, got {_describe(inputs)}")
@@ -150,7 +176,7 @@ def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
             "pass one value per define_tensor/define_scalar input, in definition order"
         )
     args = [
-        _check_tensor(spec, i, value) if spec.kind == "tensor" else _check_scalar(spec, i, value)
+        _check_tensor(spec, i, value, device) if spec.kind == "tensor" else _check_scalar(spec, i, value)
         for i, (spec, value) in enumerate(zip(specs, inputs))
     ]
     check_sizes(fusion.size_classes, args)
@@ -158,50 +184,129 @@ def validate_inputs(fusion, inputs: Sequence[object]) -> list[object]:
     return args
 
 
-class FusionExecutorCache:
-    """Compiles a FusionDefinition once per input signature and runs it."""
+def parse_device(device: str) -> str:
+    """Normalise ``"cpu"``, ``"cuda"``, ``"cuda:N"``; InputError otherwise."""
+    if device == "cpu" or device == "cuda":
+        return device if device == "cpu" else "cuda:0"
+    kind, _, index = device.partition(":")
+    if kind == "cuda" and index.isdigit():
+        return device
+    raise InputError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
-    def __init__(self, fusion, *, device: str = "cpu", hazard_policy: str = "auto"):
+
+def infer_device(fusion, inputs: Sequence[object], outputs) -> str:
+    """The device the arguments live on: ``cpu`` for NumPy arrays, ``cuda:N``
+    for CUDA arrays; DeviceError when they are mixed."""
+    found: list[tuple[str, str]] = []
+    for index, (spec, value) in enumerate(zip(fusion.inputs, inputs)):
+        if spec.kind == "tensor" and value_device(value) is not None:
+            found.append((f"input {index}", value_device(value)))
+    for index, value in enumerate(outputs or ()):
+        if value is not None and value_device(value) is not None:
+            found.append((f"output {index}", value_device(value)))
+    kinds = {kind for _, kind in found}
+    if len(kinds) > 1:
+        host = next(name for name, kind in found if kind == "cpu")
+        dev = next(name for name, kind in found if kind == "cuda")
+        raise DeviceError(
+            f"{host} is a NumPy array (host memory) but {dev} is a CUDA array; pass all tensors on one device "
+            "(e.g. torch.as_tensor(x, device='cuda') or x.cpu().numpy())"
+        )
+    if kinds != {"cuda"}:
+        return "cpu"
+    from fuser_mlir.runtime.arrays import device_view
+
+    name, _ = found[0]
+    first = inputs[int(name.split()[1])] if name.startswith("input") else outputs[int(name.split()[1])]
+    return f"cuda:{device_view(first).device}"
+
+
+def _is_torch(value: object) -> bool:
+    return type(value).__module__.startswith("torch")
+
+
+class FusionExecutorCache:
+    """Compiles a FusionDefinition once per input signature and runs it.
+
+    ``device`` is ``None`` (run where the inputs live: NumPy arrays on the CPU,
+    CUDA arrays on their GPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    """
+
+    def __init__(self, fusion, *, device: str | None = None, hazard_policy: str = "auto"):
         from fuser_mlir.passes.resolve_alias_hazards import POLICIES
 
         if hazard_policy not in POLICIES:
             raise InputError(f"hazard_policy must be one of {', '.join(POLICIES)}, got {hazard_policy!r}")
-        if device != "cpu":
-            raise InputError(f"device '{device}' is not available: this build runs fusions on 'cpu' only")
         self.fusion = fusion
-        self.device = device
+        self.device = None if device is None else parse_device(device)
         self.hazard_policy = hazard_policy
         self.stats = CacheStats()
         self.memory = MemoryStats()
         self._compiled: dict[tuple, object] = {}
 
-    def key(self, args: Sequence[object], given: dict[int, np.ndarray]) -> tuple:
-        inputs = tuple(tensor_signature(a) if isinstance(a, np.ndarray) else type(a).__name__ for a in args)
+    def key(self, device: str, args: Sequence[object], given: dict[int, object]) -> tuple:
+        inputs = tuple(type(a).__name__ if isinstance(a, (int, float, bool)) else tensor_signature(a) for a in args)
         outputs = tuple((i, tensor_signature(b)) for i, b in sorted(given.items()))
-        return (self.device, inputs, outputs)
+        return (device, inputs, outputs)
+
+    def resolve_device(self, inputs: Sequence[object], outputs) -> str:
+        found = infer_device(self.fusion, inputs, outputs) if isinstance(inputs, (list, tuple)) else "cpu"
+        if self.device is None:
+            return found
+        if found != self.device and any(value_device(v) is not None for v in inputs):
+            raise DeviceError(f"the arguments live on {found}, but this FusionExecutorCache runs on {self.device}")
+        return self.device
 
     def compiled_for(self, inputs: Sequence[object], outputs=None):
-        """The CompiledFusion for these arguments (compiling on a miss)."""
+        """The CompiledFusion for these arguments (compiling on a miss), with
+        the validated arguments."""
+        device = self.resolve_device(inputs, outputs)
+        if device != "cpu":
+            from fuser_mlir.runtime import cuda
 
-        args = validate_inputs(self.fusion, inputs)
-        given = validate_outputs(self.fusion, args, outputs)
-        return self._lookup(args, given), args, given
+            if not cuda.available():
+                raise DeviceError(f"device {device} is not available: no CUDA GPU or cuda-bindings in this process")
+        args = validate_inputs(self.fusion, inputs, device)
+        given = validate_outputs(self.fusion, args, outputs, device)
+        return self._lookup(device, args, given), args, given
 
-    def _lookup(self, args, given):
+    def _lookup(self, device: str, args, given):
         from fuser_mlir.compiler import compile_fusion
 
-        key = self.key(args, given)
+        key = self.key(device, args, given)
         compiled = self._compiled.get(key)
         if compiled is not None:
             self.stats.hits += 1
             return compiled
         self.stats.misses += 1
-        compiled = compile_fusion(self.fusion, given_outputs=tuple(i in given for i in range(len(visible_outputs(self.fusion)))), device=self.device, hazard_policy=self.hazard_policy)
+        mask = tuple(i in given for i in range(len(visible_outputs(self.fusion))))
+        compiled = compile_fusion(self.fusion, given_outputs=mask, device=device, hazard_policy=self.hazard_policy)
         self.stats.compilations += 1
         self._compiled[key] = compiled
         return compiled
 
     def run(self, inputs: Sequence[object], outputs=None) -> list:
-        """Run the fusion; ``outputs`` is None or one buffer-or-None per visible output."""
+        """Run the fusion; ``outputs`` is None or one buffer-or-None per
+        visible output. Returns the outputs: the given buffers themselves,
+        NumPy arrays on the CPU, torch tensors when the inputs are torch
+        tensors, else DeviceArrays."""
         compiled, args, given = self.compiled_for(inputs, outputs)
-        return compiled.execute(args, given, memory=self.memory)
+        if compiled.device == "cpu":
+            return compiled.execute(args, given, memory=self.memory)
+        torch_outputs = any(_is_torch(v) for v in inputs)
+        views = compiled.execute(args, given, memory=self.memory, torch_outputs=torch_outputs)
+        return [_user_object(view, inputs, args, outputs, given) for view in views]
+
+
+def _user_object(view, inputs, args, outputs, given):
+    """The object the caller should see for an output view: their own input
+    or given buffer when it is one, the torch tensor behind a new buffer, or
+    the DeviceArray itself."""
+    for original, arg in zip(inputs, args):
+        if arg is view:
+            return original
+    for index, buf in given.items():
+        if buf is view:
+            return outputs[index]
+    base = view.base
+    return base if base is not None and _is_torch(base) else view

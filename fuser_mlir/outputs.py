@@ -20,8 +20,9 @@ def visible_outputs(fusion) -> list:
     return [o for o in fusion.outputs if o.visible]
 
 
-def validate_outputs(fusion, args: Sequence[object], outputs) -> dict[int, np.ndarray]:
-    """Return ``{visible output index: buffer}`` for the given outputs."""
+def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu") -> dict[int, object]:
+    """Return ``{visible output index: buffer}`` for the given outputs (as the
+    runtime's array type on ``device``)."""
     if outputs is None:
         return {}
     visible = visible_outputs(fusion)
@@ -34,32 +35,60 @@ def validate_outputs(fusion, args: Sequence[object], outputs) -> dict[int, np.nd
     for index, (spec, buf) in enumerate(zip(visible, outputs)):
         if buf is None:
             continue
-        given[index] = _check_output(fusion, spec, index, buf, shapes)
+        given[index] = _check_output(fusion, spec, index, buf, shapes, device)
     _check_overlaps(visible, args, given)
     return given
 
 
-def _check_output(fusion, spec, index: int, buf: object, shapes) -> np.ndarray:
-    if not isinstance(buf, np.ndarray):
-        raise InputError(f"output {index} must be a NumPy array or None, got {type(buf).__module__}.{type(buf).__qualname__}")
+def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
+    from fuser_mlir.executor import as_array
+
+    array = as_array(buf, device)
+    if array is None:
+        kind = "a NumPy array" if device == "cpu" else "a CUDA array"
+        raise InputError(f"output {index} must be {kind} or None, got {type(buf).__module__}.{type(buf).__qualname__}")
+    buf = array
     expected = tuple(fusion.output_shape(spec.position, shapes))
     if tuple(buf.shape) != expected:
         raise InputError(f"output {index} has shape {list(buf.shape)}, but the fusion produces shape {list(expected)} for these inputs")
     if buf.dtype != spec.dtype.numpy:
         raise InputError(f"output {index} has dtype {buf.dtype}, but the fusion produces {spec.dtype.name} ({spec.dtype.numpy})")
-    if not buf.flags.writeable:
+    if _read_only(buf):
         raise InputError(f"output {index} is read-only; pass a writable array")
     return buf
 
 
-def _check_overlaps(visible, args, given: dict[int, np.ndarray]) -> None:
+def _read_only(array) -> bool:
+    return not array.flags.writeable if isinstance(array, np.ndarray) else array.readonly
+
+
+def _extent(array) -> tuple[int, int]:
+    """The byte range ``[lo, hi)`` a (possibly strided) array touches."""
+    from fuser_mlir.runtime.arrays import byte_extent
+
+    pointer = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.ptr
+    low, high = byte_extent(array.shape, array.strides, array.itemsize)
+    return pointer + low, pointer + high
+
+
+def may_overlap(a, b) -> bool:
+    """Whether two arrays (NumPy or device views) may share memory."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    if a.size == 0 or b.size == 0:
+        return False
+    (a_lo, a_hi), (b_lo, b_hi) = _extent(a), _extent(b)
+    return a_lo < b_hi and b_lo < a_hi
+
+
+def _check_overlaps(visible, args, given: dict[int, object]) -> None:
     for index, buf in given.items():
         alias = visible[index].alias_input
         for input_index, arg in enumerate(args):
-            if not isinstance(arg, np.ndarray) or input_index == alias:
+            if isinstance(arg, (int, float, bool)) or input_index == alias:
                 continue
-            if np.may_share_memory(buf, arg):
+            if may_overlap(buf, arg):
                 raise InputError(f"output {index} overlaps input {input_index}, which is not its declared alias; pass a separate buffer")
         for other, other_buf in given.items():
-            if other > index and np.may_share_memory(buf, other_buf):
+            if other > index and may_overlap(buf, other_buf):
                 raise InputError(f"output {index} overlaps output {other}; given outputs must not share memory")

@@ -552,17 +552,19 @@ class FusionDefinition:
             raise DefinitionError(f"fd.execute called inside the `with` block of {self.name!r}; run the fusion after the block ends")
         return self._executor_cache().run(inputs, outputs=outputs)
 
-    def compile(self, inputs: Sequence[object], outputs=None, device: str = "cpu"):
+    def compile(self, inputs: Sequence[object], outputs=None, device: str | None = None):
         """The CompiledFusion these arguments run with (compiled on first use);
-        inspect it with ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``."""
+        inspect it with ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``.
+        ``device`` defaults to where the inputs live."""
         compiled, _, _ = self._executor_cache(device).compiled_for(inputs, outputs)
         return compiled
 
-    def _executor_cache(self, device: str = "cpu"):
+    def _executor_cache(self, device: str | None = None):
         if self._active:
             raise DefinitionError(f"fd.compile called inside the `with` block of {self.name!r}; compile the fusion after the block ends")
-        from fuser_mlir.executor import FusionExecutorCache
+        from fuser_mlir.executor import FusionExecutorCache, parse_device
 
-        if self._executor is None or self._executor.device != device:
-            self._executor = FusionExecutorCache(self, device=device)
+        wanted = None if device is None else parse_device(device)
+        if self._executor is None or self._executor.device != wanted:
+            self._executor = FusionExecutorCache(self, device=wanted)
         return self._executor

@@ -114,6 +114,27 @@ def resolutions(module: ir.Operation) -> list[tuple[int, str, str]]:
     return found
 
 
+def _snapshot_arguments(func: ir.Operation, stores: list[ir.Operation]) -> int:
+    """For copies of an argument (``store(%y, %x)``), snapshot ``%y`` in a new
+    first segment, before any kernel can write it in place, and store the
+    snapshot instead. Returns how far the other segments moved (1 or 0)."""
+    arguments = [s for s in stores if isinstance(s.operands[0].owner, ir.Block)]
+    if not arguments:
+        return 0
+    ops = [op.operation for op in body(func).operations]
+    for op in ops:
+        segment = segment_of(op)
+        if segment is not None:
+            op.attributes[SEGMENT_ATTR] = _segment_attr(segment + 1)
+    with ir.InsertionPoint(ops[0]):
+        for store in arguments:
+            value = store.operands[0]
+            with store.location:
+                snapshot = O.create("set", [value], value.type, {SEGMENT_ATTR: _segment_attr(0)})
+            store.operands[0] = snapshot
+    return 1
+
+
 @dataclass
 class ResolveAliasHazardsPass(FuserPass):
     NAME = "fuser-resolve-alias-hazards"
@@ -160,6 +181,8 @@ class ResolveAliasHazardsPass(FuserPass):
                 failed = True
             else:
                 to_copy.append((store, hazards))
+        if any(isinstance(store.operands[0].owner, ir.Block) for store, _ in to_copy):
+            next_segment += _snapshot_arguments(func, [store for store, _ in to_copy])
         for store, hazards in to_copy:
             report = _report(hazards, f"resolved by computing the update into a temporary and copying it into input {hazards[0].input_index} in segment {next_segment}")
             _annotate(copy_in_segment(store, next_segment), "copy", report)

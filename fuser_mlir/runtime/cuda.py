@@ -260,3 +260,45 @@ def mgpu_symbols() -> dict[str, int]:
     callbacks = {name: prototype(fn) for name, (prototype, fn) in _SIGNATURES.items()}
     mgpu_symbols.callbacks = callbacks  # keep them alive
     return {name: ctypes.cast(cb, ctypes.c_void_p).value for name, cb in callbacks.items()}
+
+
+# -- running a launch plan on the GPU ----------------------------------------------------
+
+
+def checked_kernel(kernel):
+    """``kernel`` (a segment's JIT-compiled host code) followed by
+    :func:`raise_pending`, so a failed launch raises where it happened."""
+
+    def run(*args):
+        kernel(*args)
+        raise_pending()
+
+    return run
+
+
+def execute_plan(plan, kernels: dict, args, given: dict, stats, *, device: int = 0, torch_outputs: bool = False) -> list:
+    """Run ``plan`` on ``device`` with device-array views ``args``/``given``.
+
+    New buffers are torch tensors (``torch_outputs``: the inputs were torch
+    tensors; work goes on torch's current stream) or
+    :class:`~fuser_mlir.runtime.arrays.DeviceArray`\\ s (legacy default stream).
+    Returns the runtime's views of the visible outputs."""
+    from fuser_mlir.runtime import arrays
+    from fuser_mlir.runtime.cpu import numpy_dtype
+    from fuser_mlir.runtime.plan import execute
+
+    ensure_context(device)
+    if torch_outputs:
+        stream = arrays.torch_current_stream_handle(device)
+
+        def allocate(shape, dtype):
+            return arrays.device_view(arrays.torch_empty(shape, numpy_dtype(dtype), device))
+
+    else:
+        stream = 0
+
+        def allocate(shape, dtype):
+            return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device)
+
+    with use_stream(stream):
+        return execute(plan, kernels, args, given, allocate, stats)

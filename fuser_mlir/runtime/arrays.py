@@ -1,0 +1,519 @@
+"""Device arrays: views of CUDA memory that the GPU runtime reads and writes.
+
+:class:`DeviceArray` is a strided view of a CUDA device buffer: a pointer,
+a shape, byte strides, a NumPy dtype and the device ordinal. It is what the
+runtime returns when the inputs are not torch tensors, and what
+:func:`device_view` turns every foreign device array into, so the executor
+sees one kind of object:
+
+    x = DeviceArray.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.T.numpy()                       # strided copy back to the host
+    view = device_view(torch_tensor)  # non-owning DeviceArray, owner=the tensor
+    device_view(np.ones(3))           # None: not a device array
+
+A DeviceArray speaks ``__cuda_array_interface__`` (version 3), so PyTorch
+(``torch.as_tensor(x, device="cuda")``), CuPy (``cupy.asarray(x)``) and Numba
+can wrap it without a copy. bfloat16 has no standard typestr: it is exported
+as ``'<V2'`` (two opaque bytes), which consumers see as void; read its values
+through :meth:`DeviceArray.numpy`.
+
+This module never imports ``mlir``, and imports without CUDA present:
+``cuda.bindings.driver`` (cuda-python) and ``torch`` are imported inside the
+functions that need them. Every CUDA call is checked; a failure raises
+:class:`~fuser_mlir.errors.CudaError` naming the call and the CUDA error.
+Allocation, copies and the context are handled here directly (the primary
+context of the device, made current as PyTorch does), so this module does not
+depend on :mod:`fuser_mlir.runtime.cuda`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+
+from fuser_mlir.errors import CudaError, InputError
+
+#: NumPy dtype name -> ``__cuda_array_interface__`` typestr. bfloat16 has no
+#: standard typestr and is exported as two opaque bytes (``'<V2'``).
+TYPESTR_OF_DTYPE = {
+    "float16": "<f2",
+    "bfloat16": "<V2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "int32": "<i4",
+    "int64": "<i8",
+    "bool": "|b1",
+}
+
+#: The DLPack device type of CUDA memory (``kDLCUDA``).
+DLPACK_CUDA = 2
+
+
+def _bfloat16() -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def typestr(dtype: np.dtype) -> str:
+    """The ``__cuda_array_interface__`` typestr of ``dtype`` (``'<V2'`` for bfloat16)."""
+    name = np.dtype(dtype).name
+    if name not in TYPESTR_OF_DTYPE:
+        raise InputError(f"a device array of dtype {name} is not supported; supported dtypes: {', '.join(TYPESTR_OF_DTYPE)}")
+    return TYPESTR_OF_DTYPE[name]
+
+
+def dtype_from_typestr(code: str, framework_dtype: object = None) -> np.dtype:
+    """The NumPy dtype of a ``__cuda_array_interface__`` typestr.
+
+    ``'<V2'`` is bfloat16 only when the exporting object says so: its
+    ``dtype`` prints as ``torch.bfloat16`` or ``bfloat16`` (``framework_dtype``).
+    Other integer, unsigned, float and bool typestrs map to their NumPy dtype
+    (the executor then checks it against the definition); anything else is an
+    InputError.
+    """
+    if code == "<V2":
+        if str(framework_dtype) in ("torch.bfloat16", "bfloat16"):
+            return _bfloat16()
+        raise InputError(
+            f"a device array has typestr '<V2' (two opaque bytes) and dtype {framework_dtype!r}; "
+            "only bfloat16 arrays of PyTorch, JAX or fuser-mlir may use it"
+        )
+    try:
+        dtype = np.dtype(code)
+    except TypeError:
+        raise InputError(f"a device array has typestr {code!r}, which is not a NumPy type string") from None
+    if dtype.kind not in "biuf" or not dtype.isnative:
+        raise InputError(f"a device array has typestr {code!r} ({dtype}); fuser-mlir supports native-endian bool, integer and float arrays")
+    return dtype
+
+
+def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a C-contiguous (row-major) array of ``shape``."""
+    strides = []
+    step = itemsize
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return tuple(reversed(strides))
+
+
+def byte_extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> tuple[int, int]:
+    """``(low, high)``: byte offsets from element ``[0, ..., 0]`` of the first
+    and one past the last byte the array touches (``(0, 0)`` when empty)."""
+    if any(size == 0 for size in shape):
+        return 0, 0
+    low = sum((size - 1) * stride for size, stride in zip(shape, strides) if stride < 0)
+    high = sum((size - 1) * stride for size, stride in zip(shape, strides) if stride > 0)
+    return low, high + itemsize
+
+
+# ---------------------------------------------------------------------------
+# CUDA driver calls (cuda-python, imported on first use)
+# ---------------------------------------------------------------------------
+
+_PRIMARY_CONTEXTS: dict[int, object] = {}
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        raise CudaError(f"CUDA is not available: cuda-bindings (cuda-python) cannot be imported ({exc}); install fuser-mlir[cuda]") from None
+    return driver
+
+
+def _check(result, call: str):
+    """Unpack a cuda-python result tuple; raise CudaError naming ``call`` on failure."""
+    driver = _driver()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        status, name = driver.cuGetErrorName(err)
+        label = name.decode() if status == driver.CUresult.CUDA_SUCCESS else f"CUresult {int(err)}"
+        raise CudaError(f"{call} failed: {label}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _primary_context(device: int):
+    """The primary context of ``device``, retained once per process."""
+    ctx = _PRIMARY_CONTEXTS.get(device)
+    if ctx is not None:
+        return ctx
+    driver = _driver()
+    _check(driver.cuInit(0), "cuInit")
+    count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    if not 0 <= device < count:
+        raise CudaError(f"CUDA device {device} does not exist: this machine has {count} CUDA device(s)")
+    handle = _check(driver.cuDeviceGet(device), f"cuDeviceGet({device})")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(handle), f"cuDevicePrimaryCtxRetain({device})")
+    _PRIMARY_CONTEXTS[device] = ctx
+    return ctx
+
+
+def _make_current(device: int) -> None:
+    """Make ``device``'s primary context current on this thread (as PyTorch does)."""
+    driver = _driver()
+    ctx = _primary_context(device)
+    if int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")) != int(ctx):
+        _check(driver.cuCtxSetCurrent(ctx), f"cuCtxSetCurrent(device {device})")
+
+
+def _free(ptr: int, device: int) -> None:
+    """Finalizer of an allocation: free ``ptr`` with its context pushed."""
+    driver = _driver()
+    ctx = _primary_context(device)
+    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        _check(driver.cuMemFree(ptr), f"cuMemFree(0x{ptr:x})")
+    finally:
+        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+def _pointer_device(ptr: int) -> int:
+    """The ordinal of the device that holds ``ptr`` (asks the driver)."""
+    driver = _driver()
+    _check(driver.cuInit(0), "cuInit")
+    attribute = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return int(_check(driver.cuPointerGetAttribute(attribute, ptr), f"cuPointerGetAttribute(DEVICE_ORDINAL, 0x{ptr:x})"))
+
+
+# ---------------------------------------------------------------------------
+# DeviceArray
+# ---------------------------------------------------------------------------
+
+
+class DeviceArray:
+    """A strided view of CUDA device memory.
+
+    ``ptr`` is the address of element ``[0, ..., 0]``; ``strides`` are in
+    bytes (negative ones allowed); ``owner`` is kept alive as long as the view
+    (the array that owns the memory, or a foreign array this view wraps).
+    Arrays from :meth:`empty` and :meth:`from_numpy` own their allocation and
+    free it when they (and every view of them) are gone.
+    """
+
+    __slots__ = ("_ptr", "_shape", "_strides", "_dtype", "_owner", "_device", "_readonly", "_stream", "_finalizer", "__weakref__")
+
+    def __init__(self, ptr: int, shape: Sequence[int], strides: Sequence[int], dtype, *, owner: object = None, device: int = 0, readonly: bool = False, stream: int | None = None):
+        shape = tuple(int(s) for s in shape)
+        strides = tuple(int(s) for s in strides)
+        if len(shape) != len(strides):
+            raise ValueError(f"DeviceArray: shape {list(shape)} and strides {list(strides)} have different ranks")
+        if any(s < 0 for s in shape):
+            raise ValueError(f"DeviceArray: negative size in shape {list(shape)}")
+        self._ptr = int(ptr)
+        self._shape = shape
+        self._strides = strides
+        self._dtype = np.dtype(dtype)
+        self._owner = owner
+        self._device = int(device)
+        self._readonly = bool(readonly)
+        self._stream = stream
+        self._finalizer = None
+
+    # -- properties --------------------------------------------------------
+
+    @property
+    def ptr(self) -> int:
+        """The device address of element ``[0, ..., 0]``."""
+        return self._ptr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Byte strides, one per dim."""
+        return self._strides
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements (not of the memory the strides span)."""
+        return self.size * self.itemsize
+
+    @property
+    def device(self) -> int:
+        """The CUDA device ordinal."""
+        return self._device
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def stream(self) -> int | None:
+        """The stream the producer of a foreign array named in its
+        ``__cuda_array_interface__`` (work that writes it may still be
+        queued there), or None."""
+        return self._stream
+
+    @property
+    def base(self) -> object:
+        """Like ``ndarray.base``: the object whose memory this view shares,
+        None for an array that owns its allocation."""
+        return self._owner
+
+    @property
+    def is_c_contiguous(self) -> bool:
+        return all(stride == expected for size, stride, expected in zip(self._shape, self._strides, contiguous_strides(self._shape, self.itemsize)) if size > 1)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {
+            "version": 3,
+            "shape": self._shape,
+            "typestr": typestr(self._dtype),
+            "data": (self._ptr, self._readonly),
+            "strides": self._strides,
+            "descr": [("", typestr(self._dtype))],
+            "stream": None,
+        }
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={list(self._shape)}, dtype={self._dtype.name}, strides={list(self._strides)}, device=cuda:{self._device}, ptr=0x{self._ptr:x}{', readonly' if self._readonly else ''})"
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self._shape[0]
+
+    # -- views -------------------------------------------------------------
+
+    def _view(self, ptr: int, shape, strides) -> "DeviceArray":
+        owner = self if self._owner is None else self._owner
+        return DeviceArray(ptr, shape, strides, self._dtype, owner=owner, device=self._device, readonly=self._readonly, stream=self._stream)
+
+    def __getitem__(self, key) -> "DeviceArray":
+        """Basic indexing as NumPy does it: integers and slices (any step), one per dim."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for a DeviceArray of rank {self.ndim}: {len(key)}")
+        ptr, shape, strides = self._ptr, [], []
+        for dim, index in enumerate(key + (slice(None),) * (self.ndim - len(key))):
+            size, stride = self._shape[dim], self._strides[dim]
+            if isinstance(index, slice):
+                start, stop, step = index.indices(size)
+                ptr += start * stride
+                shape.append(len(range(start, stop, step)))
+                strides.append(stride * step)
+            elif isinstance(index, (int, np.integer)):
+                position = int(index) + size if index < 0 else int(index)
+                if not 0 <= position < size:
+                    raise IndexError(f"index {int(index)} is out of bounds for dim {dim} of size {size}")
+                ptr += position * stride
+            else:
+                raise IndexError(f"DeviceArray supports integer and slice indices only, got {type(index).__name__}")
+        return self._view(ptr, shape, strides)
+
+    def transpose(self, *axes) -> "DeviceArray":
+        """A view with permuted dims (reversed when no ``axes`` are given)."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        axes = tuple(axes) or tuple(reversed(range(self.ndim)))
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"transpose: axes {list(axes)} are not a permutation of the {self.ndim} dims")
+        return self._view(self._ptr, [self._shape[a] for a in axes], [self._strides[a] for a in axes])
+
+    @property
+    def T(self) -> "DeviceArray":
+        return self.transpose()
+
+    # -- host transfers ------------------------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """A new host ndarray with this array's values (C-contiguous).
+
+        Waits for all work on the device, copies the bytes the strides span
+        with ``cuMemcpyDtoH``, and gathers the elements on the host.
+        """
+        result = np.empty(self._shape, self._dtype)
+        low, high = byte_extent(self._shape, self._strides, self.itemsize)
+        if high == low:
+            return result
+        driver = _driver()
+        _make_current(self._device)
+        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        staging = np.empty(high - low, np.uint8)
+        _check(driver.cuMemcpyDtoH(staging.ctypes.data, self._ptr + low, high - low), f"cuMemcpyDtoH({high - low} bytes)")
+        result[...] = np.ndarray(self._shape, self._dtype, buffer=staging, offset=-low, strides=self._strides)
+        return result
+
+    @classmethod
+    def empty(cls, shape: Sequence[int], dtype, device: int = 0) -> "DeviceArray":
+        """A new C-contiguous array on ``device`` (contents undefined), freed
+        when it and its views are gone."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        driver = _driver()
+        _make_current(device)
+        ptr = int(_check(driver.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes} bytes on device {device})"))
+        array = cls(ptr, shape, contiguous_strides(shape, dtype.itemsize), dtype, device=device)
+        array._finalizer = weakref.finalize(array, _free, ptr, device)
+        array._finalizer.atexit = False  # the driver frees everything at exit, and may be gone by then
+        return array
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray, device: int = 0) -> "DeviceArray":
+        """A new C-contiguous device copy of ``array`` (waits until the copy is complete)."""
+        host = np.ascontiguousarray(array)
+        result = cls.empty(host.shape, host.dtype, device)
+        if host.nbytes == 0:
+            return result
+        driver = _driver()
+        _check(driver.cuMemcpyHtoD(result.ptr, host.ctypes.data, host.nbytes), f"cuMemcpyHtoD({host.nbytes} bytes)")
+        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        return result
+
+
+# ---------------------------------------------------------------------------
+# Foreign arrays
+# ---------------------------------------------------------------------------
+
+
+def _is_torch_tensor(obj: object) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr") and hasattr(obj, "element_size")
+
+
+def _torch_view(tensor) -> DeviceArray | None:
+    """A view of a torch tensor read from its attributes: works for bfloat16
+    and for tensors that require grad, which ``__cuda_array_interface__`` refuses."""
+    if not tensor.is_cuda:
+        return None
+    name = str(tensor.dtype).removeprefix("torch.")
+    try:
+        dtype = _bfloat16() if name == "bfloat16" else np.dtype(name)
+    except TypeError:
+        raise InputError(f"a torch tensor of dtype {tensor.dtype} has no NumPy dtype; fuser-mlir supports {', '.join(TYPESTR_OF_DTYPE)}") from None
+    itemsize = tensor.element_size()
+    strides = tuple(s * itemsize for s in tensor.stride())
+    return DeviceArray(tensor.data_ptr(), tuple(tensor.shape), strides, dtype, owner=tensor, device=tensor.device.index)
+
+
+def _device_ordinal(obj: object, ptr: int) -> int:
+    """The device of a foreign array: its ``device.index`` (PyTorch) or
+    ``device.id`` (CuPy, JAX), else the driver's answer for its pointer."""
+    device = getattr(obj, "device", None)
+    for attribute in ("index", "id"):
+        ordinal = getattr(device, attribute, None)
+        if isinstance(ordinal, int):
+            return ordinal
+    if ptr == 0:
+        return 0
+    return _pointer_device(ptr)
+
+
+def _from_cuda_array_interface(obj: object, interface: dict) -> DeviceArray:
+    if interface.get("mask") is not None:
+        raise InputError(f"{type(obj).__qualname__}: masked device arrays are not supported")
+    shape = tuple(int(s) for s in interface["shape"])
+    dtype = dtype_from_typestr(interface["typestr"], getattr(obj, "dtype", None))
+    strides = interface.get("strides")
+    strides = contiguous_strides(shape, dtype.itemsize) if strides is None else tuple(int(s) for s in strides)
+    ptr, readonly = interface["data"]
+    return DeviceArray(ptr, shape, strides, dtype, owner=obj, device=_device_ordinal(obj, ptr), readonly=readonly, stream=interface.get("stream"))
+
+
+def _from_dlpack(obj: object) -> object:
+    """``obj`` converted by a framework that reads DLPack and exports ``__cuda_array_interface__``."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        return torch.from_dlpack(obj)
+    try:
+        import cupy
+    except ImportError:
+        raise InputError(
+            f"{type(obj).__module__}.{type(obj).__qualname__} is a CUDA array that only speaks DLPack; "
+            "fuser-mlir reads DLPack through PyTorch or CuPy, and neither is installed"
+        ) from None
+    return cupy.from_dlpack(obj)
+
+
+def device_view(obj: object) -> DeviceArray | None:
+    """A non-owning DeviceArray of a CUDA array (``owner=obj``), or None when
+    ``obj`` is not one.
+
+    Reads PyTorch tensors from their attributes, other arrays through
+    ``__cuda_array_interface__`` (CuPy, Numba, JAX, DeviceArray), and arrays
+    that only speak DLPack with a CUDA device (``__dlpack_device__()[0] == 2``)
+    through ``torch.from_dlpack`` or ``cupy.from_dlpack`` (the view's owner is
+    then the converted array, which keeps ``obj``'s memory alive). A torch CPU
+    tensor or a DLPack array on another device gives None.
+    """
+    if isinstance(obj, DeviceArray):
+        return DeviceArray(obj.ptr, obj.shape, obj.strides, obj.dtype, owner=obj, device=obj.device, readonly=obj.readonly, stream=obj.stream)
+    if _is_torch_tensor(obj):
+        return _torch_view(obj)
+    interface = getattr(obj, "__cuda_array_interface__", None)
+    if interface is not None:
+        return _from_cuda_array_interface(obj, interface)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        if obj.__dlpack_device__()[0] != DLPACK_CUDA:
+            return None
+        return device_view(_from_dlpack(obj))  # owned by the converted array, which keeps obj's memory alive
+    return None
+
+
+def is_device_array(obj: object) -> bool:
+    """Whether ``obj`` is a CUDA array :func:`device_view` accepts (without
+    converting anything)."""
+    if isinstance(obj, DeviceArray):
+        return True
+    if _is_torch_tensor(obj):
+        return bool(obj.is_cuda)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return obj.__dlpack_device__()[0] == DLPACK_CUDA
+    return False
+
+
+# ---------------------------------------------------------------------------
+# PyTorch helpers for the executor (torch imported on use)
+# ---------------------------------------------------------------------------
+
+
+def torch_dtype(dtype: np.dtype):
+    """The torch dtype of a NumPy dtype (bfloat16 included)."""
+    import torch
+
+    return getattr(torch, np.dtype(dtype).name)
+
+
+def torch_empty(shape: Sequence[int], dtype, device_index: int):
+    """A new C-contiguous torch tensor on ``cuda:device_index`` (allocated by
+    PyTorch's caching allocator, on its current stream)."""
+    import torch
+
+    return torch.empty(tuple(shape), dtype=torch_dtype(dtype), device=f"cuda:{device_index}")
+
+
+def torch_current_stream_handle(device_index: int) -> int:
+    """The ``CUstream`` handle (an int) of PyTorch's current stream on the device."""
+    import torch
+
+    return int(torch.cuda.current_stream(device_index).cuda_stream)

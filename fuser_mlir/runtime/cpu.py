@@ -133,11 +133,14 @@ def _probe_data_offset() -> int | None:
 _DATA_OFFSET = _probe_data_offset()
 
 
-def data_pointer(array: np.ndarray) -> int:
-    """The address of element ``[0, ..., 0]`` of ``array``."""
+def data_pointer(array) -> int:
+    """The address of element ``[0, ..., 0]`` of ``array``: a NumPy array, or
+    a device-array view (:class:`~fuser_mlir.runtime.arrays.DeviceArray`,
+    whose ``ptr`` is a device address for GPU segments' host code)."""
     if _DATA_OFFSET is not None and type(array) is np.ndarray:
         return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
-    return _interface_pointer(array)
+    pointer = getattr(array, "ptr", None)
+    return pointer if pointer is not None else _interface_pointer(array)
 
 
 def _tensor_setter(kind: ArgKind, descriptor: ctypes.Array) -> Callable[[np.ndarray], None]:

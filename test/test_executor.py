@@ -4,6 +4,7 @@ validation before anything runs, and given (preallocated) outputs."""
 import numpy as np
 import pytest
 
+from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache, InputError
 
 RNG = np.random.default_rng(20261130)
@@ -32,42 +33,44 @@ def reference(x, y, s):
 def check(outs, refs, rtol=1e-5, atol=1e-5):
     assert len(outs) == len(refs)
     for out, ref in zip(outs, refs):
-        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+        np.testing.assert_allclose(to_host(out), ref, rtol=rtol, atol=atol)
 
 
-def test_compiles_once_per_signature_and_sizes_are_symbolic():
+def test_compiles_once_per_signature_and_sizes_are_symbolic(device):
     fec = FusionExecutorCache(exp_add_sum())
     for shape in [(8, 16), (5, 7), (1, 33), (8, 16)]:
         x, y = rand(*shape), rand(1, shape[1])
         x0, y0 = x.copy(), y.copy()
+        x, y = to_device(x, device), to_device(y, device)
         check(fec.run([x, y, 0.5]), reference(x0, y0, 0.5))
-        np.testing.assert_array_equal(x, x0)
-        np.testing.assert_array_equal(y, y0)
+        np.testing.assert_array_equal(to_host(x), x0)
+        np.testing.assert_array_equal(to_host(y), y0)
     # a size-1 dim where a symbolic one is declared is a new signature (broadcast dims are keyed)
     assert fec.stats.compilations == 2
     assert fec.stats.misses == 2 and fec.stats.hits == 2
 
 
-def test_non_contiguous_inputs_are_a_new_signature_and_read_through_strides():
+def test_non_contiguous_inputs_are_a_new_signature_and_read_through_strides(device):
     fec = FusionExecutorCache(exp_add_sum())
-    base = rand(16, 8)
+    base, wide = rand(16, 8), rand(1, 32)
     x = base.T  # (8, 16), column-major
-    y = rand(1, 32)[:, ::2]
-    check(fec.run([x, y, 2.0]), reference(x, y, 2.0))
-    check(fec.run([np.ascontiguousarray(x), np.ascontiguousarray(y), 2.0]), reference(x, y, 2.0))
+    y = wide[:, ::2]
+    check(fec.run([to_device(base, device).T, to_device(wide, device)[:, ::2], 2.0]), reference(x, y, 2.0))
+    contiguous = [to_device(np.ascontiguousarray(x), device), to_device(np.ascontiguousarray(y), device)]
+    check(fec.run([*contiguous, 2.0]), reference(x, y, 2.0))
     assert fec.stats.compilations == 2
 
 
-def test_given_outputs_are_written_in_place_and_returned():
+def test_given_outputs_are_written_in_place_and_returned(device):
     fd = exp_add_sum()
     x, y = rand(6, 10), rand(1, 10)
-    out0 = np.full(6, np.nan, np.float32)
-    wide = np.full((6, 20), np.nan, np.float32)
+    out0 = to_device(np.full(6, np.nan, np.float32), device)
+    wide = to_device(np.full((6, 20), np.nan, np.float32), device)
     out1 = wide[:, ::2]  # strided destination
-    res = fd.execute([x, y, 1.5], outputs=[out0, out1])
+    res = fd.execute([to_device(x, device), to_device(y, device), 1.5], outputs=[out0, out1])
     assert res[0] is out0 and res[1] is out1
     check([out0, out1], reference(x, y, 1.5))
-    assert np.isnan(wide[:, 1::2]).all()  # nothing written between the strides
+    assert np.isnan(to_host(wide)[:, 1::2]).all()  # nothing written between the strides
 
 
 @pytest.mark.parametrize(
@@ -139,15 +142,15 @@ def _read_only(a):
     return a
 
 
-def test_reshape_whose_inferred_size_needs_a_division():
+def test_reshape_whose_inferred_size_needs_a_division(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, 6, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.reshape(x, [-1, 4]) * 2.0)
     fec = FusionExecutorCache(fd)
     for n, m in [(2, 2), (3, 6)]:
         x = rand(n, 6, m)
-        (out,) = fec.run([x])
-        np.testing.assert_allclose(out, x.astype(np.float64).reshape(-1, 4) * 2.0, rtol=1e-6)
+        (out,) = fec.run([to_device(x, device)])
+        np.testing.assert_allclose(to_host(out), x.astype(np.float64).reshape(-1, 4) * 2.0, rtol=1e-6)
     assert fec.stats.compilations == 1
     with pytest.raises(InputError, match="reshape"):
-        fec.run([rand(1, 6, 1)])  # 6 elements cannot form rows of 4
+        fec.run([to_device(rand(1, 6, 1), device)])  # 6 elements cannot form rows of 4

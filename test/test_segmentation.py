@@ -5,6 +5,7 @@ segments, and intermediates freed after their last use."""
 import numpy as np
 import pytest
 
+from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 
 RNG = np.random.default_rng(4)
@@ -83,43 +84,44 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_forced_cuts_give_the_same_results(case):
+def test_forced_cuts_give_the_same_results(case, device):
     build, ref, make_inputs = CASES[case]
     inputs = make_inputs()
     before = [a.copy() for a in inputs]
     expected = ref(*inputs)
+    inputs = [to_device(a, device) for a in inputs]
     results = {}
     for cut in (False, True):
         fec = FusionExecutorCache(build(cut))
         compiled, _, _ = fec.compiled_for(inputs)
-        outs = fec.run(inputs)
+        outs = [to_host(out) for out in fec.run(inputs)]
         for out, r in zip(outs, expected):
             np.testing.assert_allclose(out, r, rtol=2e-5, atol=2e-5)
         results[cut] = (compiled.num_segments, outs)
         for a, b in zip(inputs, before):
-            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(to_host(a), b)
     assert results[True][0] > results[False][0]
     for fused, cut in zip(results[False][1], results[True][1]):
         np.testing.assert_allclose(fused, cut, rtol=1e-6, atol=1e-6)
 
 
-def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate():
+def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         s = fd.ops.sum(x, dims=[1], keepdim=True)
         fd.add_output(s)
         fd.add_output(x - s)  # s broadcast back: a later segment reads the output buffer
     x = rand(12, 9)
-    compiled, _, _ = FusionExecutorCache(fd).compiled_for([x])
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
     assert compiled.num_segments == 2
     assert not [b for b in compiled.plan.buffers if b.kind == "intermediate"]
-    s, d = fd.execute([x])
+    s, d = map(to_host, fd.execute([to_device(x, device)]))
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(s, x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(d, x64 - x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
 
 
-def test_a_fusion_of_twelve_segments():
+def test_a_fusion_of_twelve_segments(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         t = x
@@ -127,17 +129,17 @@ def test_a_fusion_of_twelve_segments():
             t = fd.ops.segment_set(t * 1.5 + float(i))
         fd.add_output(t - 2.0)
     x = rand(100)
-    compiled, _, _ = FusionExecutorCache(fd).compiled_for([x])
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
     assert compiled.num_segments == 12
     expected = x.astype(np.float64)
     for i in range(11):
         expected = expected * 1.5 + i
     expected = expected - 2.0
-    (out,) = fd.execute([x])
-    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    (out,) = fd.execute([to_device(x, device)])
+    np.testing.assert_allclose(to_host(out), expected, rtol=1e-5)
 
 
-def test_peak_memory_is_the_largest_live_set():
+def test_peak_memory_is_the_largest_live_set(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1, -1, -1], dtype=DataType.Double)
         t = x + x
@@ -146,13 +148,13 @@ def test_peak_memory_is_the_largest_live_set():
         fd.add_output(fd.ops.sum(t, dims=[0]))
     x = RNG.standard_normal((32, 64, 8, 128))
     fec = FusionExecutorCache(fd)
-    compiled, _, _ = fec.compiled_for([x])
+    compiled, _, _ = fec.compiled_for([to_device(x, device)])
     assert compiled.num_segments >= 3
     first = 64 * 8 * 128 * 8
     second = 64 * 8 * 8
     assert compiled.plan.peak_live_bytes([x.shape]) == x.nbytes + first + second
-    (out,) = fec.run([x])
-    np.testing.assert_allclose(out, (2 * x).sum(axis=(0, 1, 3)), rtol=1e-10)
+    (out,) = fec.run([to_device(x, device)])
+    np.testing.assert_allclose(to_host(out), (2 * x).sum(axis=(0, 1, 3)), rtol=1e-10)
     assert fec.memory.peak_live_bytes == x.nbytes + first + second
     # intermediates are allocated once each, and the output once
     assert fec.memory.allocations == 3

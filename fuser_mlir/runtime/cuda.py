@@ -177,12 +177,17 @@ def _module_load_jit(data: int, opt_level: int) -> int:
     if data not in _modules:
         ensure_context()
         _modules[data] = check(driver().cuModuleLoadData(data), "cuModuleLoadData (PTX JIT)")
-    return int(_modules[data])
+    return _handle(_modules[data])
 
 
 @_guard(None)
 def _module_load(data: int, size: int) -> int:
     return _module_load_jit(data, 0)
+
+
+def _handle(obj) -> int:
+    """The address behind a cuda-python handle object (CUmodule, CUfunction)."""
+    return int(obj.getPtr()) if hasattr(obj, "getPtr") else int(obj)
 
 
 def _module_unload(module: int) -> None:
@@ -191,14 +196,16 @@ def _module_unload(module: int) -> None:
 
 @_guard(None)
 def _module_get_function(module: int, name: int) -> int:
+    if not module:
+        raise CudaError("mgpuModuleGetFunction: no module (its PTX failed to load)")
     key = (module, ctypes.string_at(name))
     function = _functions.get(key)
     if function is None:
-        loaded = next(m for m in _modules.values() if int(m) == module)
-        function = check(driver().cuModuleGetFunction(loaded, key[1]), f"cuModuleGetFunction({key[1].decode()})")
+        drv = driver()
+        function = check(drv.cuModuleGetFunction(drv.CUmodule(module), key[1]), f"cuModuleGetFunction({key[1].decode()})")
         _functions[key] = function
-        _function_by_handle[int(function)] = function
-    return int(function)
+        _function_by_handle[_handle(function)] = function
+    return _handle(function)
 
 
 @_guard(None)
@@ -207,7 +214,7 @@ def _launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, extra
         raise CudaError("mgpuLaunchKernel: no kernel function (its module failed to load)")
     drv = driver()
     check(
-        drv.cuLaunchKernel(_function_by_handle[function], gx, gy, gz, bx, by, bz, smem, drv.CUstream(stream or 0), params, 0),
+        drv.cuLaunchKernel(_function_by_handle.get(function) or drv.CUfunction(function), gx, gy, gz, bx, by, bz, smem, drv.CUstream(stream or 0), params, 0),
         f"cuLaunchKernel(grid=({gx}, {gy}, {gz}), block=({bx}, {by}, {bz}))",
     )
 

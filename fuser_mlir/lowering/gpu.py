@@ -294,12 +294,18 @@ def _object_text(attr: ir.Attribute) -> str:
 
 def compile_gpu(module: ir.Module, *, opt_level: int = 2, arch: str | None = None) -> GpuProgram:
     """Lower the segments of ``module`` (left unchanged) for the GPU and JIT
-    their host code; needs CUDA only to run, not to compile."""
+    their host code; needs CUDA only to run, not to compile. Where a GPU is
+    present, the engine's constructors load the kernels' modules right away."""
     lowered, kinds, arch = lower_to_gpu(module, arch)
     text = str(lowered)
     engine = ExecutionEngine(lowered, opt_level=opt_level)
     for name, address in cuda.mgpu_symbols().items():
         engine.raw_register_runtime(name, ctypes.c_void_p(address))
+    if cuda.available():
+        # The global constructors load the PTX modules (mgpuModuleLoadJIT).
+        cuda.ensure_context()
+        engine.initialize()
+        cuda.raise_pending()
     program = GpuProgram(engine=engine, arch=arch, ptx_module=text)
     for name, arg_kinds in kinds.items():
         address = engine.raw_lookup("_mlir_ciface_" + name)

@@ -186,8 +186,9 @@ def _module_load(data: int, size: int) -> int:
 
 
 def _handle(obj) -> int:
-    """The address behind a cuda-python handle object (CUmodule, CUfunction)."""
-    return int(obj.getPtr()) if hasattr(obj, "getPtr") else int(obj)
+    """The handle value of a cuda-python handle object (CUmodule, CUfunction);
+    ``getPtr()`` would be the address of the object's storage instead."""
+    return int(obj)
 
 
 def _module_unload(module: int) -> None:

@@ -4,6 +4,7 @@ its entry value, whatever the segmentation; a copy is paid only on a hazard."""
 import numpy as np
 import pytest
 
+from devices import to_device, to_host
 from fuser_mlir import CompileError, DataType, FusionDefinition, FusionExecutorCache
 
 RNG = np.random.default_rng(6)
@@ -28,14 +29,15 @@ def issue_2839(cut: bool):
 
 
 @pytest.mark.parametrize("cut", [False, True])
-def test_nvfuser_issue_2839_reads_the_entry_value(cut):
+def test_nvfuser_issue_2839_reads_the_entry_value(cut, device):
     fd = issue_2839(cut)
     t0, t1 = rand(4, 5), rand(3, 4, 5)
     t0_entry, t1_entry = t0.copy(), t1.copy()
+    t0, t1 = to_device(t0, device), to_device(t1, device)
     (t3,) = fd.execute([t0, t1])
-    np.testing.assert_allclose(t3, t0_entry.astype(np.float64) + t1_entry, rtol=1e-6)
-    np.testing.assert_array_equal(t0, np.maximum(t0_entry, 0))
-    np.testing.assert_array_equal(t1, t1_entry)
+    np.testing.assert_allclose(to_host(t3), t0_entry.astype(np.float64) + t1_entry, rtol=1e-6)
+    np.testing.assert_array_equal(to_host(t0), np.maximum(t0_entry, 0))
+    np.testing.assert_array_equal(to_host(t1), t1_entry)
 
 
 def test_same_index_update_stays_one_kernel_without_a_copy():
@@ -53,7 +55,7 @@ def test_same_index_update_stays_one_kernel_without_a_copy():
     np.testing.assert_allclose(x, x0.astype(np.float64) * 2 + y, rtol=1e-6)
 
 
-def test_zero_dim_input_updated_in_place_and_broadcast_into_a_large_tensor():
+def test_zero_dim_input_updated_in_place_and_broadcast_into_a_large_tensor(device):
     """The nvFuser issue 2664 family: a 0-d counter incremented in place while
     the fusion broadcasts its entry value."""
     with FusionDefinition() as fd:
@@ -61,25 +63,26 @@ def test_zero_dim_input_updated_in_place_and_broadcast_into_a_large_tensor():
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(step + 1.0, step)
         fd.add_output(x * step)
-    step, x = np.array(3.0, np.float32), rand(64, 32)
-    (out,) = fd.execute([step, x])
-    np.testing.assert_allclose(out, x.astype(np.float64) * 3.0, rtol=1e-6)
-    assert step == 4.0
+    step, x = to_device(np.array(3.0, np.float32), device), rand(64, 32)
+    (out,) = fd.execute([step, to_device(x, device)])
+    np.testing.assert_allclose(to_host(out), x.astype(np.float64) * 3.0, rtol=1e-6)
+    assert to_host(step) == 4.0
 
 
-def test_reduction_result_aliased_to_an_input_that_the_reduction_reads():
+def test_reduction_result_aliased_to_an_input_that_the_reduction_reads(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(x - fd.ops.sum(x, dims=[1], keepdim=True), x)
         fd.add_output(fd.ops.max(x, dims=[1]))
     x = rand(10, 7)
     x0 = x.astype(np.float64)
+    x = to_device(x, device)
     (m,) = fd.execute([x])
-    np.testing.assert_allclose(x, x0 - x0.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(m, x0.max(1), rtol=1e-6)
+    np.testing.assert_allclose(to_host(x), x0 - x0.sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_host(m), x0.max(1), rtol=1e-6)
 
 
-def test_two_chained_updates_read_each_others_entry_values():
+def test_two_chained_updates_read_each_others_entry_values(device):
     """nvFuser test_issue2664_repro3-style: a <- a + b, b <- b * a, both reading entry values."""
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1], dtype=DataType.Float)
@@ -89,23 +92,25 @@ def test_two_chained_updates_read_each_others_entry_values():
         fd.add_output(fd.ops.sum(a * b, dims=[0]))
     a, b = rand(50), rand(50)
     a0, b0 = a.astype(np.float64), b.astype(np.float64)
+    a, b = to_device(a, device), to_device(b, device)
     (dot,) = fd.execute([a, b])
-    np.testing.assert_allclose(a, a0 + b0, rtol=1e-6)
-    np.testing.assert_allclose(b, b0 * a0, rtol=1e-6)
-    np.testing.assert_allclose(dot, (a0 * b0).sum(), rtol=1e-5)
+    np.testing.assert_allclose(to_host(a), a0 + b0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(b), b0 * a0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(dot), (a0 * b0).sum(), rtol=1e-5)
 
 
-def test_transposed_update_in_place():
+def test_transposed_update_in_place(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.permute(x, [1, 0]) * 2.0, x)
     x = rand(6, 6)
     x0 = x.copy()
+    x = to_device(x, device)
     fd.execute([x])
-    np.testing.assert_allclose(x, x0.T * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(x), x0.T * 2.0, rtol=1e-6)
 
 
-def test_visible_aliased_output_is_the_updated_input():
+def test_visible_aliased_output_is_the_updated_input(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         y = fd.ops.exp(x)
@@ -113,9 +118,10 @@ def test_visible_aliased_output_is_the_updated_input():
         fd.add_output(y)
     x = rand(16)
     x0 = x.astype(np.float64)
+    x = to_device(x, device)
     (out,) = fd.execute([x])
     assert out is x
-    np.testing.assert_allclose(x, np.exp(x0), rtol=1e-6)
+    np.testing.assert_allclose(to_host(x), np.exp(x0), rtol=1e-6)
 
 
 def test_reject_policy_names_the_write_and_the_read():

@@ -5,6 +5,7 @@ follows what the given buffers change."""
 import numpy as np
 import pytest
 
+from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 
 RNG = np.random.default_rng(5)
@@ -42,22 +43,23 @@ def reference(x):
 
 def check(outs, x):
     for out, ref in zip(outs, reference(x)):
-        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(to_host(out), ref, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("mask", [(1, 1, 1), (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1), (0, 0, 0)])
-def test_given_outputs_of_any_segment_are_written_in_place(mask):
+def test_given_outputs_of_any_segment_are_written_in_place(mask, device):
     fd = three_segment_fusion()
     fec = FusionExecutorCache(fd)
     x = rand(7, 24)
     x0 = x.copy()
+    x = to_device(x, device)
     shapes = [(7, 1), (7, 24), (7, 24)]
-    given = [poisoned(s) if m else None for s, m in zip(shapes, mask)]
+    given = [to_device(poisoned(s), device) if m else None for s, m in zip(shapes, mask)]
     compiled, _, _ = fec.compiled_for([x], given)
     assert compiled.num_segments == 3
     outs = fec.run([x], outputs=given)
     check(outs, x0)
-    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(to_host(x), x0)
     for out, buf in zip(outs, given):
         if buf is not None:
             assert out is buf
@@ -110,7 +112,7 @@ def test_alternating_signatures_compile_once_each_and_reuse_buffers():
     assert np.isnan(wide[:, 1::2]).all()
 
 
-def test_concatenation_by_allocation():
+def test_concatenation_by_allocation(device):
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1], dtype=DataType.Double)
         b = fd.define_tensor(shape=[-1], dtype=DataType.Double)
@@ -118,21 +120,21 @@ def test_concatenation_by_allocation():
         fd.add_output(b * 2.0)
     n = 1000
     a, b = RNG.standard_normal(n), RNG.standard_normal(n)
-    out = np.full(2 * n, np.nan)
-    first, second = fd.execute([a, b], outputs=[out[:n], out[n:]])
+    out = to_device(np.full(2 * n, np.nan), device)
+    first, second = fd.execute([to_device(a, device), to_device(b, device)], outputs=[out[:n], out[n:]])
     assert first.base is out and second.base is out
-    np.testing.assert_allclose(out, np.concatenate([np.exp(a), b * 2.0]), rtol=1e-12)
+    np.testing.assert_allclose(to_host(out), np.concatenate([np.exp(a), b * 2.0]), rtol=1e-12)
 
 
-def test_transposed_given_output_is_written_through_its_strides():
+def test_transposed_given_output_is_written_through_its_strides(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.relu(x) + 1.0)
     x = rand(9, 4)
-    buf = poisoned((4, 9)).T
-    (out,) = fd.execute([x], outputs=[buf])
+    buf = to_device(poisoned((4, 9)), device).T
+    (out,) = fd.execute([to_device(x, device)], outputs=[buf])
     assert out is buf
-    np.testing.assert_allclose(buf, np.maximum(x.astype(np.float64), 0) + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(buf), np.maximum(x.astype(np.float64), 0) + 1.0, rtol=1e-6)
 
 
 def test_alignment_class_of_a_given_output_is_part_of_the_key():

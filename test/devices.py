@@ -1,0 +1,65 @@
+"""Where a test's arrays live: ``"cpu"`` (NumPy arrays) or ``"cuda"`` (DeviceArray).
+
+End-to-end tests take the ``device`` fixture (test/conftest.py), pass their
+inputs and poisoned outputs through :func:`to_device`, and read results back
+with :func:`to_host`; on ``"cpu"`` both are the identity, so the CPU variant
+runs exactly the NumPy test.
+
+    x = rand(8, 16)
+    (out,) = fd.execute([to_device(x, device)])
+    np.testing.assert_allclose(to_host(out), reference(x))
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fuser_mlir.runtime.arrays import DeviceArray
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """Whether cuda-bindings imports and the driver sees at least one GPU."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return False
+    if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
+        return False
+    err, count = driver.cuDeviceGetCount()
+    return err == driver.CUresult.CUDA_SUCCESS and count > 0
+
+
+def to_device(array: np.ndarray, device: str):
+    """``array`` itself on ``"cpu"``; a C-contiguous DeviceArray copy on ``"cuda"``/``"cuda:N"``."""
+    if device == "cpu":
+        return array
+    index = int(device.partition(":")[2] or 0)
+    return DeviceArray.from_numpy(np.asarray(array), device=index)
+
+
+def to_host(x) -> np.ndarray:
+    """A NumPy array with the values of ``x``: a NumPy array (returned as it is),
+    a DeviceArray, a CuPy array or a torch tensor."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, DeviceArray):
+        return x.numpy()
+    if type(x).__module__.startswith("torch"):
+        return _torch_to_numpy(x)
+    if hasattr(x, "get"):  # CuPy
+        return x.get()
+    raise TypeError(f"to_host: cannot copy a {type(x).__module__}.{type(x).__qualname__} to the host")
+
+
+def _torch_to_numpy(tensor) -> np.ndarray:
+    import torch
+
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:  # NumPy has no bfloat16: go through the bits
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()

@@ -1,0 +1,409 @@
+"""GPU benchmark: fused fuser-mlir kernels against a device-to-device copy,
+PyTorch eager and torch.compile, measured side by side in one process.
+
+    python3 bench/run.py [--quick] [--max-bytes 1G] [--cases softmax,rms_norm] [--dtypes float32]
+
+Cases (each written once with fd.ops primitives and once in PyTorch, the same
+arithmetic: bfloat16 inputs are computed in float32 and the results rounded
+back, as fusions do): a pointwise chain ``(exp(x + y) * y - x) * 0.5``, a
+broadcast add of a column and a row vector, an inner and an outer sum, a row
+softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024 elements.
+A case's size is the bytes of its largest tensor, from 1 MB to --max-bytes
+(default 1 GB) in steps of 4x, in float32 and bfloat16.
+
+Method, per case, dtype and size:
+
+1. Correctness first: fresh random inputs (seeded), the given outputs
+   poisoned with NaN, ``fd.execute(inputs, outputs=outs)`` on torch CUDA
+   tensors, then every output compared with the same function evaluated by
+   PyTorch in float64: ``|out - ref| <= tol * (|ref| + rms(ref))`` with tol
+   2e-4 (float32) or 2e-2 (bfloat16). Inputs must be unchanged and the outputs
+   written in place. A mismatch is reported and the run exits non-zero.
+2. Timing: after warm-up, each call runs between two CUDA events on the
+   current stream, after the L2 cache is flushed (a 256 MB write) and the
+   device synchronised; the median of --repeat calls is kept. Host overhead is
+   inside the events (the device idles while the host launches).
+
+Compared: ours (``fd.execute`` into preallocated outputs), a device-to-device
+copy moving the same model bytes (``dst.copy_(src)``, src and dst each half
+of the model bytes), PyTorch eager, and ``torch.compile`` of the same function
+(``dynamic=False``, one compile per case, dtype and size). Model bytes are the
+bytes of every input read once plus every output written once; GB/s are model
+bytes per second for all four. Ratios: ``/copy`` is our throughput as a
+fraction of the copy's (copy time / our time); ``x eager`` and ``x compile``
+are speed-ups (their time / our time), so > 1 means ours is faster.
+
+Prints a table and writes ``bench/results/<gpu name>.json`` (or --json) with
+the git commit. Runs on a GPU host with torch and cuda-bindings; ``--help``
+works anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+HIDDEN = 1024  # the row length of 2-D cases
+MB = 1 << 20
+TOLERANCE = {"float32": 2e-4, "bfloat16": 2e-2}
+L2_FLUSH_BYTES = 256 * MB
+
+
+# ---------------------------------------------------------------------------
+# The cases: a fusion builder, the same function in PyTorch, and input shapes
+# ---------------------------------------------------------------------------
+
+
+def fd_up(fd, t, low_precision: bool):
+    """A fusion value in float32 (bfloat16 inputs are computed in float32)."""
+    from fuser_mlir import DataType
+
+    return fd.ops.cast(t, DataType.Float) if low_precision else t
+
+
+def fd_down(fd, t, dtype):
+    """A float32 fusion value rounded back to the case's dtype."""
+    from fuser_mlir import DataType
+
+    return fd.ops.cast(t, dtype) if dtype != DataType.Float else t
+
+
+def th_up(t):
+    """A torch tensor in float32 when it is bfloat16 (float32 and float64 stay)."""
+    import torch
+
+    return t.float() if t.dtype == torch.bfloat16 else t
+
+
+def build_pointwise(fd, dtype, low):
+    x = fd.define_tensor(shape=[-1], dtype=dtype)
+    y = fd.define_tensor(shape=[-1], dtype=dtype)
+    xf, yf = fd_up(fd, x, low), fd_up(fd, y, low)
+    fd.add_output(fd_down(fd, (fd.ops.exp(xf + yf) * yf - xf) * 0.5, dtype))
+
+
+def torch_pointwise(x, y):
+    xf, yf = th_up(x), th_up(y)
+    return ((xf.add(yf).exp() * yf - xf) * 0.5).to(x.dtype)
+
+
+def build_broadcast_add(fd, dtype, low):
+    column = fd.define_tensor(shape=[-1, 1], dtype=dtype)
+    row = fd.define_tensor(shape=[1, -1], dtype=dtype)
+    fd.add_output(fd_down(fd, fd_up(fd, column, low) + fd_up(fd, row, low), dtype))
+
+
+def torch_broadcast_add(column, row):
+    return (th_up(column) + th_up(row)).to(column.dtype)
+
+
+def build_inner_sum(fd, dtype, low):
+    x = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+    fd.add_output(fd_down(fd, fd.ops.sum(fd_up(fd, x, low), dims=[1]), dtype))
+
+
+def torch_inner_sum(x):
+    return th_up(x).sum(dim=1).to(x.dtype)
+
+
+def build_outer_sum(fd, dtype, low):
+    x = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+    fd.add_output(fd_down(fd, fd.ops.sum(fd_up(fd, x, low), dims=[0]), dtype))
+
+
+def torch_outer_sum(x):
+    return th_up(x).sum(dim=0).to(x.dtype)
+
+
+def build_softmax(fd, dtype, low):
+    x = fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+    fd.add_output(fd_down(fd, e / fd.ops.sum(e, dims=[1], keepdim=True), dtype))
+
+
+def torch_softmax(x):
+    xf = th_up(x)
+    e = (xf - xf.amax(dim=1, keepdim=True)).exp()
+    return (e / e.sum(dim=1, keepdim=True)).to(x.dtype)
+
+
+def build_layer_norm(fd, dtype, low):
+    x = fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+    w = fd_up(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+    b = fd_up(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+    centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+    var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
+    fd.add_output(fd_down(fd, centered * fd.ops.rsqrt(var + 1e-5) * w + b, dtype))
+
+
+def torch_layer_norm(x, w, b):
+    xf, wf, bf = th_up(x), th_up(w), th_up(b)
+    centered = xf - xf.mean(dim=1, keepdim=True)
+    var = (centered * centered).mean(dim=1, keepdim=True)
+    return (centered * (var + 1e-5).rsqrt() * wf + bf).to(x.dtype)
+
+
+def build_rms_norm(fd, dtype, low):
+    x = fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+    w = fd_up(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+    fd.add_output(fd_down(fd, x * fd.ops.rsqrt(fd.ops.mean(x * x, dims=[1], keepdim=True) + 1e-6) * w, dtype))
+
+
+def torch_rms_norm(x, w):
+    xf = th_up(x)
+    return (xf * ((xf * xf).mean(dim=1, keepdim=True) + 1e-6).rsqrt() * th_up(w)).to(x.dtype)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    build: Callable  # (fd, DataType, low_precision) -> None, inside `with FusionDefinition()`
+    torch_fn: Callable  # (*inputs) -> output tensor
+    shapes: Callable[[int], list[tuple[int, ...]]]  # largest tensor's element count -> input shapes
+
+
+def row_count(n: int) -> int:
+    return max(n // HIDDEN, 1)
+
+
+CASES = [
+    Case("pointwise", build_pointwise, torch_pointwise, lambda n: [(n,), (n,)]),
+    Case("broadcast_add", build_broadcast_add, torch_broadcast_add, lambda n: [(row_count(n), 1), (1, HIDDEN)]),
+    Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n: [(row_count(n), HIDDEN)]),
+    Case("outer_sum", build_outer_sum, torch_outer_sum, lambda n: [(row_count(n), HIDDEN)]),
+    Case("softmax", build_softmax, torch_softmax, lambda n: [(row_count(n), HIDDEN)]),
+    Case("layer_norm", build_layer_norm, torch_layer_norm, lambda n: [(row_count(n), HIDDEN), (HIDDEN,), (HIDDEN,)]),
+    Case("rms_norm", build_rms_norm, torch_rms_norm, lambda n: [(row_count(n), HIDDEN), (HIDDEN,)]),
+]
+
+
+def fusion_for(case: Case, dtype_name: str):
+    from fuser_mlir import DataType, FusionDefinition
+
+    dtype = {"float32": DataType.Float, "bfloat16": DataType.BFloat16}[dtype_name]
+    with FusionDefinition(name=f"{case.name}_{dtype_name}") as fd:
+        case.build(fd, dtype, dtype == DataType.BFloat16)
+    return fd
+
+
+# ---------------------------------------------------------------------------
+# Measurement
+# ---------------------------------------------------------------------------
+
+
+class Mismatch(Exception):
+    """Our result differs from the float64 reference (or the call misbehaved)."""
+
+
+def check_correct(fd, case: Case, inputs, dtype_name: str) -> float:
+    """Run ours once on poisoned outputs and compare with PyTorch in float64;
+    return the max abs error, or raise Mismatch."""
+    import torch
+
+    reference = case.torch_fn(*[t.double() for t in inputs])
+    outs = [torch.full_like(case.torch_fn(*inputs), float("nan"))]
+    before = [t.clone() for t in inputs]
+    result = fd.execute(inputs, outputs=outs)
+    torch.cuda.synchronize()
+    if len(result) != 1 or result[0].data_ptr() != outs[0].data_ptr():
+        raise Mismatch("the given output was not returned (written in place)")
+    for i, (t, t0) in enumerate(zip(inputs, before)):
+        if not torch.equal(t, t0):
+            raise Mismatch(f"input {i} was modified")
+    got = outs[0].double()
+    error = (got - reference).abs()
+    bound = TOLERANCE[dtype_name] * (reference.abs() + reference.square().mean().sqrt())
+    if not bool((error <= bound).all()):  # NaN fails too
+        worst = int(torch.argmax(torch.nan_to_num(error / bound, nan=float("inf"))))
+        raise Mismatch(
+            f"max abs error {error.max().item():.3g}; at flat index {worst}: got {got.flatten()[worst].item():.6g}, "
+            f"expected {reference.flatten()[worst].item():.6g} (bound {bound.flatten()[worst].item():.3g})"
+        )
+    return float(error.max())
+
+
+def median_ms(fn, repeat: int, warmup: int, flush) -> float:
+    """Median time of ``fn`` between CUDA events, each call after an L2 flush
+    and a synchronisation."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeat):
+        if flush is not None:
+            flush.zero_()
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def random_inputs(case: Case, dtype, nbytes: int, seed: int):
+    import torch
+
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    n = nbytes // torch.empty((), dtype=dtype).element_size()
+    return [torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype) for shape in case.shapes(n)]
+
+
+def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush) -> dict:
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    inputs = random_inputs(case, dtype, nbytes, seed=nbytes + len(case.name))
+    row = {"case": case.name, "dtype": dtype_name, "size_bytes": nbytes, "shapes": [list(t.shape) for t in inputs]}
+    row["max_abs_error"] = check_correct(fd, case, inputs, dtype_name)
+
+    outs = [torch.empty_like(case.torch_fn(*inputs))]
+    model_bytes = sum(t.nbytes for t in inputs) + sum(t.nbytes for t in outs)
+    src = torch.empty(model_bytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    torch._dynamo.reset()  # one compile per case, dtype and size: no recompile limit, no dynamic shapes
+    compiled = torch.compile(case.torch_fn, dynamic=False, mode=args.compile_mode)
+
+    timings = {
+        "ours": lambda: fd.execute(inputs, outputs=outs),
+        "copy": lambda: dst.copy_(src),
+        "eager": lambda: case.torch_fn(*inputs),
+        "compile": lambda: compiled(*inputs),
+    }
+    ms = {name: median_ms(fn, args.repeat, args.warmup, flush) for name, fn in timings.items()}
+    row["model_bytes"] = model_bytes
+    row["ms"] = ms
+    row["GBps"] = {name: model_bytes / (t * 1e-3) / 1e9 for name, t in ms.items()}
+    row["GBps"]["copy"] = 2 * src.nbytes / (ms["copy"] * 1e-3) / 1e9
+    row["of_copy"] = row["GBps"]["ours"] / row["GBps"]["copy"]
+    row["vs_eager"] = ms["eager"] / ms["ours"]
+    row["vs_compile"] = ms["compile"] / ms["ours"]
+    return row
+
+
+# ---------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------
+
+
+def parse_bytes(text: str) -> int:
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)B?", text.strip().upper())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"a size like 64M or 1G, got {text!r}")
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
+
+
+def sizes(max_bytes: int, quick: bool) -> list[int]:
+    result, size = [], MB
+    while size <= max_bytes:
+        result.append(size)
+        size *= 4
+    return result[::2] if quick else result  # --quick: 1 MB, 16 MB, 256 MB
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def format_size(nbytes: int) -> str:
+    return f"{nbytes >> 30} GB" if nbytes >= 1 << 30 else f"{nbytes >> 20} MB"
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'case':<14} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'max err':>9}"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        g = r["GBps"]
+        print(
+            f"{r['case']:<14} {r['dtype']:<9} {format_size(r['size_bytes']):>7} {r['ms']['ours'] * 1e3:9.1f} {g['ours']:10.0f} {g['copy']:10.0f} "
+            f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f} {r['max_abs_error']:9.2g}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(__doc__.splitlines()[2:]))
+    parser.add_argument("--max-bytes", type=parse_bytes, default=1 << 30, help="largest tensor size (default 1G)")
+    parser.add_argument("--quick", action="store_true", help="sizes 1 MB, 16 MB, 256 MB (up to --max-bytes) and 10 timed calls")
+    parser.add_argument("--cases", default=",".join(c.name for c in CASES), help="comma-separated subset of: %(default)s")
+    parser.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated subset of: %(default)s")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 50, 10 with --quick)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+    parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
+    parser.add_argument("--no-l2-flush", action="store_true", help="keep the L2 cache warm between timed calls")
+    parser.add_argument("--json", default=None, help="output path (default bench/results/<gpu name>.json)")
+    parser.add_argument("--commit", default=None, help="git commit to record (default: git rev-parse HEAD, 'unknown' without git)")
+    args = parser.parse_args(argv)
+    args.repeat = args.repeat or (10 if args.quick else 50)
+    by_name = {c.name: c for c in CASES}
+    unknown = [n for n in args.cases.split(",") if n not in by_name] + [d for d in args.dtypes.split(",") if d not in TOLERANCE]
+    if unknown:
+        parser.error(f"unknown case or dtype: {', '.join(unknown)}")
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench/run.py: no CUDA device visible to PyTorch", file=sys.stderr)
+        return 2
+    gpu = torch.cuda.get_device_name(0)
+    flush = None if args.no_l2_flush else torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    rows, failures = [], []
+    for name in args.cases.split(","):
+        case = by_name[name]
+        for dtype_name in args.dtypes.split(","):
+            fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
+            for nbytes in sizes(args.max_bytes, args.quick):
+                label = f"{name} {dtype_name} {format_size(nbytes)}"
+                started = time.perf_counter()
+                try:
+                    rows.append(measure(case, fd, dtype_name, nbytes, args, flush))
+                except Mismatch as err:
+                    failures.append(f"{label}: {err}")
+                    print(f"MISMATCH {label}: {err}", file=sys.stderr, flush=True)
+                    continue
+                print(f"measured {label} in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+                torch.cuda.empty_cache()
+    print_table(rows)
+    if failures:
+        print(f"\n{len(failures)} correctness mismatch(es); no JSON written:", file=sys.stderr)
+        for line in failures:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    out = Path(args.json) if args.json else Path(__file__).parent / "results" / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "commit": args.commit or git_commit(),
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "argv": sys.argv[1:] if argv is None else argv,
+        "repeat": args.repeat,
+        "warmup": args.warmup,
+        "l2_flush": flush is not None,
+        "hidden": HIDDEN,
+        "tolerance": TOLERANCE,
+    }
+    out.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

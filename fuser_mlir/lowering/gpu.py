@@ -165,11 +165,26 @@ def _wait(tokens: list[ir.Value], *, asynchronous: bool) -> ir.Value | None:
     return op.results[0] if asynchronous else None
 
 
+def _host_accessed(alloc: ir.Operation, func: ir.Operation) -> bool:
+    """Whether the host code itself reads or writes the buffer (e.g. the shape
+    operand of a ``memref.reshape``): such a buffer stays in host memory."""
+    for use in alloc.results[0].uses:
+        user = use.owner
+        if user.parent.name != "func.func":
+            continue  # inside a loop nest: device code
+        if user.name in ("memref.load", "memref.store") or (user.name == "memref.reshape" and use.operand_number == 1):
+            return True
+    return False
+
+
 def _device_allocations(func: ir.Operation) -> None:
     """``memref.alloc``/``dealloc`` of intermediates in a segment's host code ->
     stream-ordered ``gpu.alloc``/``dealloc`` (gpu-to-llvm lowers only their
-    async forms; the runtime's streams make the waits free)."""
+    async forms; the runtime's streams make the waits free). Buffers the host
+    code accesses itself stay host allocations."""
     for alloc in _walk(func, "memref.alloc"):
+        if _host_accessed(alloc, func):
+            continue
         with ir.InsertionPoint(alloc), alloc.location:
             start = _wait([], asynchronous=True)
             new = ir.Operation.create(
@@ -182,6 +197,8 @@ def _device_allocations(func: ir.Operation) -> None:
         alloc.results[0].replace_all_uses_with(new.results[0])
         alloc.erase()
     for dealloc in _walk(func, "memref.dealloc"):
+        if dealloc.operands[0].owner.name == "memref.alloc":
+            continue  # a host buffer (see _host_accessed)
         with ir.InsertionPoint(dealloc), dealloc.location:
             start = _wait([], asynchronous=True)
             done = ir.Operation.create(

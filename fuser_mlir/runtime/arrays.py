@@ -173,6 +173,17 @@ def _free(ptr: int, device: int) -> None:
         _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
+def _free_async(ptr: int, device: int, stream: int) -> None:
+    """Finalizer of a stream-ordered allocation: free it after the work queued on ``stream``."""
+    driver = _driver()
+    ctx = _primary_context(device)
+    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        _check(driver.cuMemFreeAsync(ptr, driver.CUstream(stream)), f"cuMemFreeAsync(0x{ptr:x})")
+    finally:
+        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
 def _pointer_device(ptr: int) -> int:
     """The ordinal of the device that holds ``ptr`` (asks the driver)."""
     driver = _driver()
@@ -360,17 +371,24 @@ class DeviceArray:
         return result
 
     @classmethod
-    def empty(cls, shape: Sequence[int], dtype, device: int = 0) -> "DeviceArray":
+    def empty(cls, shape: Sequence[int], dtype, device: int = 0, *, stream: int | None = None) -> "DeviceArray":
         """A new C-contiguous array on ``device`` (contents undefined), freed
-        when it and its views are gone."""
+        when it and its views are gone. With a ``stream`` handle, allocation
+        and free are ordered on that stream (``cuMemAllocAsync``/``cuMemFreeAsync``):
+        the free waits for the work queued on the stream before it."""
         dtype = np.dtype(dtype)
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         driver = _driver()
         _make_current(device)
-        ptr = int(_check(driver.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes} bytes on device {device})"))
+        if stream is None:
+            ptr = int(_check(driver.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes} bytes on device {device})"))
+            free = (_free, ptr, device)
+        else:
+            ptr = int(_check(driver.cuMemAllocAsync(max(nbytes, 1), driver.CUstream(stream)), f"cuMemAllocAsync({nbytes} bytes on device {device})"))
+            free = (_free_async, ptr, device, stream)
         array = cls(ptr, shape, contiguous_strides(shape, dtype.itemsize), dtype, device=device)
-        array._finalizer = weakref.finalize(array, _free, ptr, device)
+        array._finalizer = weakref.finalize(array, *free)
         array._finalizer.atexit = False  # the driver frees everything at exit, and may be gone by then
         return array
 

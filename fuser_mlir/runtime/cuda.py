@@ -306,7 +306,9 @@ def execute_plan(plan, kernels: dict, args, given: dict, stats, *, device: int =
         stream = 0
 
         def allocate(shape, dtype):
-            return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device)
+            # stream-ordered, so dropping an intermediate right after its last
+            # launch frees it only once that launch has run
+            return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device, stream=stream)
 
     with use_stream(stream):
         return execute(plan, kernels, args, given, allocate, stats)

@@ -395,7 +395,7 @@ class DeviceArray:
     @classmethod
     def from_numpy(cls, array: np.ndarray, device: int = 0) -> "DeviceArray":
         """A new C-contiguous device copy of ``array`` (waits until the copy is complete)."""
-        host = np.ascontiguousarray(array)
+        host = np.require(array, requirements="C")  # keeps 0-d arrays 0-d (ascontiguousarray does not)
         result = cls.empty(host.shape, host.dtype, device)
         if host.nbytes == 0:
             return result

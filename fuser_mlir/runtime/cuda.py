@@ -10,8 +10,9 @@ kernels through MLIR's GPU runtime ABI (``mgpuModuleLoadJIT``,
 ``mgpuLaunchKernel``, ...). :func:`mgpu_symbols` provides those functions as
 ctypes callbacks into this module, so the same driver layer serves them:
 
-- modules load once per process, cached by the address of the embedded PTX
-  (``mgpuModuleUnload`` keeps them), functions are cached per module;
+- each JIT engine's constructors load its modules once, its destructors
+  unload them; functions are cached per loaded module (never by the address
+  of the embedded PTX: a later engine can reuse a freed engine's addresses);
 - ``mgpuStreamCreate`` hands out the stream of the current call
   (:func:`use_stream`, e.g. torch's current stream), and
   ``mgpuStreamSynchronize``/``mgpuStreamDestroy`` do nothing: launches stay
@@ -32,7 +33,7 @@ import threading
 from fuser_mlir.errors import CudaError
 
 _state = threading.local()
-_modules: dict[int, object] = {}  # PTX address -> CUmodule
+_modules: dict[int, object] = {}  # handle -> CUmodule, while loaded
 _functions: dict[tuple[int, bytes], object] = {}  # (module, name) -> CUfunction
 _function_by_handle: dict[int, object] = {}
 _pending: list[BaseException] = []
@@ -174,10 +175,10 @@ def raise_pending() -> None:
 
 @_guard(None)
 def _module_load_jit(data: int, opt_level: int) -> int:
-    if data not in _modules:
-        ensure_context()
-        _modules[data] = check(driver().cuModuleLoadData(data), "cuModuleLoadData (PTX JIT)")
-    return _handle(_modules[data])
+    ensure_context()
+    module = check(driver().cuModuleLoadData(data), "cuModuleLoadData (PTX JIT)")
+    _modules[_handle(module)] = module
+    return _handle(module)
 
 
 @_guard(None)
@@ -191,8 +192,14 @@ def _handle(obj) -> int:
     return int(obj)
 
 
+@_guard(None)
 def _module_unload(module: int) -> None:
-    """Modules stay loaded for the process (they are cached by PTX address)."""
+    """A JIT engine's destructors unload its modules; forget their functions."""
+    loaded = _modules.pop(module, None)
+    for key in [k for k in _functions if k[0] == module]:
+        _function_by_handle.pop(_handle(_functions.pop(key)), None)
+    if loaded is not None:
+        check(driver().cuModuleUnload(loaded), "cuModuleUnload")
 
 
 @_guard(None)

@@ -8,7 +8,8 @@ loops on memrefs, then maps the loops to the GPU:
    linalg op, reductions as sequential ``scf.for`` inside.
 2. Python rewrites (:func:`prepare_for_gpu`): every ``scf.parallel`` is
    collapsed to one dimension (so consecutive threads touch consecutive
-   innermost elements), ``scf.parallel``s that store nothing are erased,
+   innermost elements), ``scf.parallel``s that store nothing are erased, the
+   loop-free body of a 0-d op gets a one-thread loop,
    libm calls become libdevice calls (``expf`` -> ``__nv_expf``), and
    ``memref.alloc``/``dealloc`` of intermediates become ``gpu.alloc``/``dealloc``.
 3. Tiling by :data:`THREADS` and ``convert-parallel-loops-to-gpu``: a 1-D grid
@@ -211,6 +212,62 @@ def _device_allocations(func: ir.Operation) -> None:
         dealloc.erase()
 
 
+def _is_host_buffer(value: ir.Value) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.name == "memref.alloc"
+
+
+_RUN_BOUNDARIES = ("scf.parallel", "memref.dim", "memref.alloc", "memref.dealloc", "memref.reshape", "func.return")
+
+
+def _touches_device(op: ir.Operation) -> bool:
+    """A top-level load/store of device memory, or a loop nest (not an
+    ``scf.parallel``) that contains one: code the host must not run."""
+    if op.name in ("memref.load", "memref.store"):
+        return not _is_host_buffer(op.operands[1 if op.name == "memref.store" else 0])
+    if op.name == "scf.parallel" or not op.regions:
+        return False
+    return any(_touches_device(inner) for name in ("memref.load", "memref.store") for inner in _walk(op, name))
+
+
+def _scalar_runs(func: ir.Operation) -> list[list[ir.Operation]]:
+    """Runs of top-level ops that touch device memory outside any parallel
+    loop: the body of a 0-d linalg op, or a reduction into a 0-d result, which
+    have no parallel loop to map to threads. A run ends at its last op that
+    touches device memory."""
+    ops = [op.operation for op in func.regions[0].blocks[0].operations]
+    runs, i = [], 0
+    while i < len(ops):
+        if not _touches_device(ops[i]):
+            i += 1
+            continue
+        j, last = i, i
+        while j < len(ops) and ops[j].name not in _RUN_BOUNDARIES and not ops[j].name.startswith("gpu."):
+            if _touches_device(ops[j]):
+                last = j
+            j += 1
+        runs.append(ops[i : last + 1])
+        i = last + 1
+    return runs
+
+
+def wrap_in_single_thread(run: list[ir.Operation]) -> None:
+    """Move ``run`` into an ``scf.parallel`` of one iteration, so it runs on
+    the GPU (the device memory it touches is not host memory)."""
+    with ir.InsertionPoint(run[0]), run[0].location:
+        loop = scf.ParallelOp([], [_index_constant(0)], [_index_constant(1)], [_index_constant(1)], [])
+        block = loop.region.blocks.append(ir.IndexType.get())
+    with ir.InsertionPoint(block), run[0].location:
+        terminator = ir.Operation.create("scf.reduce", results=[], operands=[], regions=0)
+    for op in run:
+        op.move_before(terminator)
+    inside = set(run)
+    for op in run:
+        for result in op.results:
+            if any(use.owner not in inside and use.owner.parent != loop.operation for use in result.uses):
+                raise CompileError(f"compile_gpu: '{op.name}' of a 0-d computation is used outside it; the GPU lowering cannot map it")
+
+
 def prepare_for_gpu(module: ir.Module) -> ir.Module:
     """The rewrites of step 2 (see the module docstring)."""
     module = _rename_libm_calls(module)
@@ -224,6 +281,8 @@ def prepare_for_gpu(module: ir.Module) -> ir.Module:
             elif _is_collapsible(loop):
                 collapse_parallel(loop)
         _device_allocations(func)
+        for run in _scalar_runs(func):
+            wrap_in_single_thread(run)
     return module
 
 

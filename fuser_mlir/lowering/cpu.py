@@ -106,7 +106,7 @@ def segments_only(module: ir.Module) -> tuple[ir.Module, dict[str, list[ArgKind]
     return copy, kinds
 
 
-def _external_symbols(module: ir.Module) -> list[str]:
+def external_symbols(module: ir.Module) -> list[str]:
     """Names of the ``llvm.func`` declarations the JIT must resolve."""
     names = []
     for op in module.body.operations:
@@ -119,7 +119,7 @@ def _external_symbols(module: ir.Module) -> list[str]:
 def _check_symbols(module: ir.Module, source: str) -> None:
     """Fail with a clear message before the JIT does, on an unknown symbol."""
     process = ctypes.CDLL(None)
-    missing = [name for name in _external_symbols(module) if not hasattr(process, name)]
+    missing = [name for name in external_symbols(module) if not hasattr(process, name)]
     if missing:
         raise CompileError(
             "compile_cpu: the lowered code calls functions this process does not provide: "

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from fuser_mlir import config
 from fuser_mlir._mlir import ExecutionEngine, arith, ir, scf
 from fuser_mlir.errors import CompileError, PipelineError
-from fuser_mlir.lowering.cpu import drop_unsigned_wrap_flags, segments_only
+from fuser_mlir.lowering.cpu import drop_unsigned_wrap_flags, external_symbols, segments_only
 from fuser_mlir.pipeline import PIPELINES, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
 from fuser_mlir.runtime.cpu import CpuKernel
@@ -48,12 +48,15 @@ THREADS = 256
 #: The GPU architecture compiled for when no device says otherwise.
 DEFAULT_ARCH = "sm_90"
 
-#: Segments to loops on memrefs (the CPU pipeline's front half).
-LOOPS_PIPELINE = (
+#: Segments to linalg on memrefs (the CPU pipeline's front half).
+BUFFERS_PIPELINE = (
     "fuser-verify, fuser-lower-to-cpu, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
     "empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, buffer-deallocation-pipeline, "
-    "canonicalize, convert-bufferization-to-memref, convert-linalg-to-parallel-loops, canonicalize"
+    "canonicalize, convert-bufferization-to-memref"
 )
+#: linalg on memrefs to parallel loops (after :func:`copies_as_linalg`).
+PARALLEL_LOOPS_PIPELINE = "convert-linalg-to-parallel-loops, canonicalize"
+LOOPS_PIPELINE = f"{BUFFERS_PIPELINE}, {PARALLEL_LOOPS_PIPELINE}"
 
 
 def kernels_pipeline(arch: str, libdevice: str) -> str:
@@ -70,6 +73,16 @@ def kernels_pipeline(arch: str, libdevice: str) -> str:
 
 
 PIPELINES["fuser-gpu-loops-pipeline"] = LOOPS_PIPELINE
+
+_MEMREF_COPY = re.compile(r"memref\.copy (%[\w#]+), (%[\w#]+) : (.+) to (.+?)( loc\(#?\w+\))?$", re.MULTILINE)
+
+
+def copies_as_linalg(module: ir.Module) -> ir.Module:
+    """``memref.copy`` (which lowers to a host ``memrefCopy`` call) ->
+    ``linalg.copy``, which becomes a parallel loop, so copies run on the GPU."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    text = _MEMREF_COPY.sub(r"linalg.copy ins(\1 : \3) outs(\2 : \4)\5", text)
+    return ir.Module.parse(text, context=module.context)
 
 
 # -- Python rewrites between the pipelines ---------------------------------------------
@@ -318,7 +331,9 @@ def lower_to_gpu(module: ir.Module, arch: str | None = None) -> tuple[ir.Module,
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = segments_only(module)
     try:
-        run_pipeline(lowered, LOOPS_PIPELINE)
+        run_pipeline(lowered, BUFFERS_PIPELINE)
+        lowered = copies_as_linalg(lowered)
+        run_pipeline(lowered, PARALLEL_LOOPS_PIPELINE)
     except PipelineError as err:
         raise _failed(err, source) from None
     lowered = prepare_for_gpu(lowered)
@@ -373,6 +388,13 @@ def compile_gpu(module: ir.Module, *, opt_level: int = 2, arch: str | None = Non
     their host code; needs CUDA only to run, not to compile. Where a GPU is
     present, the engine's constructors load the kernels' modules right away."""
     lowered, kinds, arch = lower_to_gpu(module, arch)
+    process = ctypes.CDLL(None)
+    missing = [name for name in external_symbols(lowered) if not hasattr(process, name)]
+    if missing:
+        raise CompileError(
+            f"compile_gpu: the segments' host code calls functions this process does not provide: {', '.join(missing)}",
+            reproducer=save_reproducer(module.operation.get_asm(enable_debug_info=True), "fuser-gpu"),
+        )
     text = str(lowered)
     engine = ExecutionEngine(lowered, opt_level=opt_level)
     for name, address in cuda.mgpu_symbols().items():

@@ -389,7 +389,12 @@ def compile_gpu(module: ir.Module, *, opt_level: int = 2, arch: str | None = Non
     present, the engine's constructors load the kernels' modules right away."""
     lowered, kinds, arch = lower_to_gpu(module, arch)
     process = ctypes.CDLL(None)
-    missing = [name for name in external_symbols(lowered) if not hasattr(process, name)]
+    served = cuda.mgpu_symbols()
+    missing = [
+        name
+        for name in external_symbols(lowered)
+        if name not in served and not name.startswith("__nv_") and not hasattr(process, name)
+    ]
     if missing:
         raise CompileError(
             f"compile_gpu: the segments' host code calls functions this process does not provide: {', '.join(missing)}",

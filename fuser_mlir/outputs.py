@@ -1,7 +1,9 @@
 """Validation of caller-provided (preallocated) output buffers.
 
 ``outputs`` is ``None`` or a list with one entry per visible output (in
-``add_output`` order), each a buffer or ``None`` (allocate it). Everything is
+``add_output`` order), each a buffer or ``None`` (allocate it). A visible
+output that is also an in-place update may be given its input itself: the
+update lands there anyway, so it is not a separate destination. Everything is
 checked before anything runs, so a bad call writes nothing: length, array
 type, shape, dtype, writability, overlap with inputs that are not the
 output's declared alias, and overlap between given outputs.
@@ -31,11 +33,14 @@ def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu
     if len(outputs) != len(visible):
         raise InputError(f"the fusion has {len(visible)} outputs, but outputs has {len(outputs)} entries; pass one buffer or None per output")
     shapes = [tuple(getattr(a, "shape", ())) for a in args]
-    given: dict[int, np.ndarray] = {}
+    given: dict[int, object] = {}
     for index, (spec, buf) in enumerate(zip(visible, outputs)):
         if buf is None:
             continue
-        given[index] = _check_output(fusion, spec, index, buf, shapes, device)
+        array = _check_output(fusion, spec, index, buf, shapes, device)
+        if spec.alias_input is not None and same_memory(array, args[spec.alias_input]):
+            continue  # the aliased input itself: the in-place update already lands there
+        given[index] = array
     _check_overlaps(visible, args, given)
     return given
 
@@ -66,9 +71,21 @@ def _extent(array) -> tuple[int, int]:
     """The byte range ``[lo, hi)`` a (possibly strided) array touches."""
     from fuser_mlir.runtime.arrays import byte_extent
 
-    pointer = array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.ptr
+    pointer = _pointer(array)
     low, high = byte_extent(array.shape, array.strides, array.itemsize)
     return pointer + low, pointer + high
+
+
+def _pointer(array) -> int:
+    """The address of element ``[0, ..., 0]`` (host or device)."""
+    return array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.ptr
+
+
+def same_memory(a, b) -> bool:
+    """Whether two arrays are views of exactly the same elements."""
+    if isinstance(a, (int, float, bool)) or isinstance(b, (int, float, bool)):
+        return False
+    return _pointer(a) == _pointer(b) and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
 
 
 def may_overlap(a, b) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import arg_number, segment_of
 from fuser_mlir.dialect import ops as O
+from fuser_mlir.dialect import types as T
 from fuser_mlir.pipeline import format_location
 
 #: Ops that read element i of their tensor operands to produce element i.
@@ -68,6 +69,13 @@ def _is_store(op: ir.Operation) -> bool:
     return O.short_name(op.name) == "store"
 
 
+def _same_index(op: ir.Operation, x: ir.Value) -> bool:
+    """Whether ``op`` computes element i of its result from element i of ``x``
+    (a pointwise op, cast or copy over ``x``'s iteration space; the dtype may
+    change)."""
+    return O.short_name(op.name) in SAME_INDEX and T.shape(op.results[0].type) == T.shape(x.type)
+
+
 def find_hazards(store: ir.Operation) -> list[Hazard]:
     """Every hazard of the in-place ``store``; empty when it is safe as it stands."""
     x = store.operands[1]
@@ -86,7 +94,7 @@ def find_hazards(store: ir.Operation) -> list[Hazard]:
         if op in seen or op.name == "func.return":
             continue
         seen.append(op)
-        if O.short_name(op.name) not in SAME_INDEX or op.results[0].type != x.type:
+        if not _same_index(op, x):
             hazards.append(Hazard("intra-kernel", store, op, f"reads it at other indices in segment {writer}, which writes it"))
             continue
         for user in _users(op.results[0]):
@@ -136,7 +144,7 @@ def movable_reason(store: ir.Operation, cone: list[ir.Operation], aliased: set[i
                 return f"'{op.name}' at {format_location(op.location)} reads input {index}, which is also updated in place"
         if not any(operand in derived for operand in op.operands):
             continue
-        if O.short_name(op.name) not in SAME_INDEX or op.results[0].type != x.type:
+        if not _same_index(op, x):
             return f"'{op.name}' at {format_location(op.location)} reads the input at other indices"
         derived.extend(op.results)
     return None

@@ -154,3 +154,29 @@ def test_reshape_whose_inferred_size_needs_a_division(device):
     assert fec.stats.compilations == 1
     with pytest.raises(InputError, match="reshape"):
         fec.run([to_device(rand(1, 6, 1), device)])  # 6 elements cannot form rows of 4
+
+
+class _FakeCudaArray:
+    """Speaks __cuda_array_interface__ without any GPU behind it."""
+
+    def __init__(self, shape):
+        self.shape = shape
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (1 << 20, False), "version": 3, "strides": None}
+
+
+def test_host_and_device_inputs_cannot_be_mixed():
+    from fuser_mlir.errors import DeviceError
+
+    fd = exp_add_sum()
+    with pytest.raises(DeviceError, match=r"input 0 is a NumPy array \(host memory\) but input 1 is a CUDA array; pass all tensors on one device"):
+        FusionExecutorCache(fd).run([rand(4, 5), _FakeCudaArray((1, 5)), 1.0])
+
+
+def test_arguments_on_another_device_than_the_cache_is_for_are_rejected():
+    from fuser_mlir.errors import DeviceError
+
+    fd = exp_add_sum()
+    with pytest.raises(DeviceError, match="the arguments live on cpu, but this FusionExecutorCache runs on cuda:0"):
+        FusionExecutorCache(fd, device="cuda").run([rand(4, 5), rand(1, 5), 1.0])
+    with pytest.raises(InputError, match="device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        FusionExecutorCache(fd, device="gpu")

@@ -15,8 +15,9 @@ loops on memrefs, then maps the loops to the GPU:
 3. Tiling by :data:`THREADS` and ``convert-parallel-loops-to-gpu``: a 1-D grid
    of 1-D blocks per loop nest, outlined into ``gpu.module``s, lowered through
    ``convert-gpu-to-nvvm`` and linked with libdevice, serialised to PTX
-   (``gpu-module-to-binary{format=isa}``), and the host side to the LLVM dialect
-   with ``gpu-to-llvm``.
+   (``gpu-module-to-binary{format=isa}``) or, where ``ptxas`` is on PATH, to a
+   cubin (``format=bin``: no driver JIT when the module loads), and the host
+   side to the LLVM dialect with ``gpu-to-llvm``.
 
 The host side of each segment (sizes, grid formulas, the launches) is
 JIT-compiled on the CPU with ExecutionEngine; its calls to MLIR's GPU runtime
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import shutil
 from dataclasses import dataclass, field
 
 from fuser_mlir import config
@@ -59,14 +61,15 @@ PARALLEL_LOOPS_PIPELINE = "convert-linalg-to-parallel-loops, canonicalize"
 LOOPS_PIPELINE = f"{BUFFERS_PIPELINE}, {PARALLEL_LOOPS_PIPELINE}"
 
 
-def kernels_pipeline(arch: str, libdevice: str) -> str:
-    """Loops on memrefs to PTX kernels and an LLVM-dialect host."""
+def kernels_pipeline(arch: str, libdevice: str, binary_format: str = "isa") -> str:
+    """Loops on memrefs to kernels (``isa``: PTX, ``bin``: a cubin made by
+    ``ptxas``) and an LLVM-dialect host."""
     link = f" l={libdevice}" if libdevice else ""
     return (
         f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={THREADS} no-min-max-bounds=true}}, "
         "gpu-map-parallel-loops, convert-parallel-loops-to-gpu), gpu-kernel-outlining, canonicalize, "
         "lower-affine, convert-scf-to-cf, gpu.module(convert-gpu-to-nvvm), "
-        f"nvvm-attach-target{{chip={arch}{link}}}, reconcile-unrealized-casts, gpu-module-to-binary{{format=isa}}, "
+        f"nvvm-attach-target{{chip={arch}{link}}}, reconcile-unrealized-casts, gpu-module-to-binary{{format={binary_format}}}, "
         "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, gpu-to-llvm, convert-math-to-llvm, "
         "convert-arith-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts"
     )
@@ -323,7 +326,14 @@ def target_arch() -> str:
     return DEFAULT_ARCH
 
 
-def lower_to_gpu(module: ir.Module, arch: str | None = None) -> tuple[ir.Module, dict, str]:
+def default_binary_format() -> str:
+    """``bin`` (a cubin, no driver JIT at load) where ``ptxas`` is on PATH, else ``isa`` (PTX)."""
+    return "bin" if shutil.which("ptxas") else "isa"
+
+
+def lower_to_gpu(
+    module: ir.Module, arch: str | None = None, binary_format: str = "isa"
+) -> tuple[ir.Module, dict, str]:
     """A lowered copy of ``module``'s segments: (LLVM-dialect module with PTX,
     argument kinds per segment, arch)."""
     arch = arch or target_arch()
@@ -339,7 +349,7 @@ def lower_to_gpu(module: ir.Module, arch: str | None = None) -> tuple[ir.Module,
     lowered = prepare_for_gpu(lowered)
     _require_libdevice(lowered, libdevice)
     try:
-        run_pipeline(lowered, kernels_pipeline(arch, str(libdevice) if libdevice else ""))
+        run_pipeline(lowered, kernels_pipeline(arch, str(libdevice) if libdevice else "", binary_format))
     except PipelineError as err:
         raise _failed(err, source) from None
     return drop_unsigned_wrap_flags(lowered), kinds, arch
@@ -387,7 +397,7 @@ def compile_gpu(module: ir.Module, *, opt_level: int = 2, arch: str | None = Non
     """Lower the segments of ``module`` (left unchanged) for the GPU and JIT
     their host code; needs CUDA only to run, not to compile. Where a GPU is
     present, the engine's constructors load the kernels' modules right away."""
-    lowered, kinds, arch = lower_to_gpu(module, arch)
+    lowered, kinds, arch = lower_to_gpu(module, arch, default_binary_format())
     process = ctypes.CDLL(None)
     served = cuda.mgpu_symbols()
     missing = [

@@ -301,6 +301,21 @@ class DeviceArray:
             "stream": None,
         }
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this view (no copy). ``stream`` is accepted for
+        the protocol; the runtime's work is ordered on the legacy default
+        stream or torch's current stream, which consumers synchronise with."""
+        if copy:
+            raise BufferError("DeviceArray.__dlpack__: copy=True is not supported; it exports a view")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"DeviceArray.__dlpack__: cannot export to device {tuple(dl_device)}")
+        from fuser_mlir.runtime.dlpack import to_capsule
+
+        return to_capsule(self)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (DLPACK_CUDA, self._device)
+
     def __repr__(self) -> str:
         return f"DeviceArray(shape={list(self._shape)}, dtype={self._dtype.name}, strides={list(self._strides)}, device=cuda:{self._device}, ptr=0x{self._ptr:x}{', readonly' if self._readonly else ''})"
 

@@ -117,7 +117,8 @@ def byte_extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> 
 _PRIMARY_CONTEXTS: dict[int, object] = {}
 
 
-def _driver():
+def driver():
+    """``cuda.bindings.driver`` (cuda-python); CudaError when it is not installed."""
     try:
         from cuda.bindings import driver
     except ImportError as exc:
@@ -125,71 +126,71 @@ def _driver():
     return driver
 
 
-def _check(result, call: str):
+def check(result, call: str):
     """Unpack a cuda-python result tuple; raise CudaError naming ``call`` on failure."""
-    driver = _driver()
+    drv = driver()
     err, *values = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        status, name = driver.cuGetErrorName(err)
-        label = name.decode() if status == driver.CUresult.CUDA_SUCCESS else f"CUresult {int(err)}"
+    if err != drv.CUresult.CUDA_SUCCESS:
+        status, name = drv.cuGetErrorName(err)
+        label = name.decode() if status == drv.CUresult.CUDA_SUCCESS else f"CUresult {int(err)}"
         raise CudaError(f"{call} failed: {label}")
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _primary_context(device: int):
+def primary_context(device: int):
     """The primary context of ``device``, retained once per process."""
     ctx = _PRIMARY_CONTEXTS.get(device)
     if ctx is not None:
         return ctx
-    driver = _driver()
-    _check(driver.cuInit(0), "cuInit")
-    count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    drv = driver()
+    check(drv.cuInit(0), "cuInit")
+    count = check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
     if not 0 <= device < count:
         raise CudaError(f"CUDA device {device} does not exist: this machine has {count} CUDA device(s)")
-    handle = _check(driver.cuDeviceGet(device), f"cuDeviceGet({device})")
-    ctx = _check(driver.cuDevicePrimaryCtxRetain(handle), f"cuDevicePrimaryCtxRetain({device})")
+    handle = check(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    ctx = check(drv.cuDevicePrimaryCtxRetain(handle), f"cuDevicePrimaryCtxRetain({device})")
     _PRIMARY_CONTEXTS[device] = ctx
     return ctx
 
 
-def _make_current(device: int) -> None:
+def make_current(device: int) -> None:
     """Make ``device``'s primary context current on this thread (as PyTorch does)."""
-    driver = _driver()
-    ctx = _primary_context(device)
-    if int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")) != int(ctx):
-        _check(driver.cuCtxSetCurrent(ctx), f"cuCtxSetCurrent(device {device})")
+    drv = driver()
+    ctx = primary_context(device)
+    if int(check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")) != int(ctx):
+        check(drv.cuCtxSetCurrent(ctx), f"cuCtxSetCurrent(device {device})")
 
 
 def _free(ptr: int, device: int) -> None:
     """Finalizer of an allocation: free ``ptr`` with its context pushed."""
-    driver = _driver()
-    ctx = _primary_context(device)
-    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    drv = driver()
+    ctx = primary_context(device)
+    check(drv.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
     try:
-        _check(driver.cuMemFree(ptr), f"cuMemFree(0x{ptr:x})")
+        check(drv.cuMemFree(ptr), f"cuMemFree(0x{ptr:x})")
     finally:
-        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        check(drv.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 def _free_async(ptr: int, device: int, stream: int) -> None:
     """Finalizer of a stream-ordered allocation: free it after the work queued on ``stream``."""
-    driver = _driver()
-    ctx = _primary_context(device)
-    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    drv = driver()
+    ctx = primary_context(device)
+    check(drv.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
     try:
-        _check(driver.cuMemFreeAsync(ptr, driver.CUstream(stream)), f"cuMemFreeAsync(0x{ptr:x})")
+        check(drv.cuMemFreeAsync(ptr, drv.CUstream(stream)), f"cuMemFreeAsync(0x{ptr:x})")
     finally:
-        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        check(drv.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 def _pointer_device(ptr: int) -> int:
     """The ordinal of the device that holds ``ptr`` (asks the driver)."""
-    driver = _driver()
-    _check(driver.cuInit(0), "cuInit")
-    attribute = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    return int(_check(driver.cuPointerGetAttribute(attribute, ptr), f"cuPointerGetAttribute(DEVICE_ORDINAL, 0x{ptr:x})"))
+    drv = driver()
+    check(drv.cuInit(0), "cuInit")
+    attribute = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return int(check(drv.cuPointerGetAttribute(attribute, ptr), f"cuPointerGetAttribute(DEVICE_ORDINAL, 0x{ptr:x})"))
 
 
 # ---------------------------------------------------------------------------
@@ -377,11 +378,11 @@ class DeviceArray:
         low, high = byte_extent(self._shape, self._strides, self.itemsize)
         if high == low:
             return result
-        driver = _driver()
-        _make_current(self._device)
-        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        drv = driver()
+        make_current(self._device)
+        check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
         staging = np.empty(high - low, np.uint8)
-        _check(driver.cuMemcpyDtoH(staging.ctypes.data, self._ptr + low, high - low), f"cuMemcpyDtoH({high - low} bytes)")
+        check(drv.cuMemcpyDtoH(staging.ctypes.data, self._ptr + low, high - low), f"cuMemcpyDtoH({high - low} bytes)")
         result[...] = np.ndarray(self._shape, self._dtype, buffer=staging, offset=-low, strides=self._strides)
         return result
 
@@ -394,13 +395,13 @@ class DeviceArray:
         dtype = np.dtype(dtype)
         shape = tuple(int(s) for s in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        driver = _driver()
-        _make_current(device)
+        drv = driver()
+        make_current(device)
         if stream is None:
-            ptr = int(_check(driver.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes} bytes on device {device})"))
+            ptr = int(check(drv.cuMemAlloc(max(nbytes, 1)), f"cuMemAlloc({nbytes} bytes on device {device})"))
             free = (_free, ptr, device)
         else:
-            ptr = int(_check(driver.cuMemAllocAsync(max(nbytes, 1), driver.CUstream(stream)), f"cuMemAllocAsync({nbytes} bytes on device {device})"))
+            ptr = int(check(drv.cuMemAllocAsync(max(nbytes, 1), drv.CUstream(stream)), f"cuMemAllocAsync({nbytes} bytes on device {device})"))
             free = (_free_async, ptr, device, stream)
         array = cls(ptr, shape, contiguous_strides(shape, dtype.itemsize), dtype, device=device)
         array._finalizer = weakref.finalize(array, *free)
@@ -414,9 +415,9 @@ class DeviceArray:
         result = cls.empty(host.shape, host.dtype, device)
         if host.nbytes == 0:
             return result
-        driver = _driver()
-        _check(driver.cuMemcpyHtoD(result.ptr, host.ctypes.data, host.nbytes), f"cuMemcpyHtoD({host.nbytes} bytes)")
-        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        drv = driver()
+        check(drv.cuMemcpyHtoD(result.ptr, host.ctypes.data, host.nbytes), f"cuMemcpyHtoD({host.nbytes} bytes)")
+        check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
         return result
 
 

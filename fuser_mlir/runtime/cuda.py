@@ -31,6 +31,7 @@ import functools
 import threading
 
 from fuser_mlir.errors import CudaError
+from fuser_mlir.runtime.arrays import check, driver, make_current, primary_context
 
 _state = threading.local()
 _modules: dict[int, object] = {}  # handle -> CUmodule, while loaded
@@ -40,67 +41,25 @@ _pending: list[BaseException] = []
 _lock = threading.Lock()
 
 
-@functools.cache
-def driver():
-    """``cuda.bindings.driver``, initialised; CudaError when unavailable."""
-    try:
-        from cuda.bindings import driver as drv
-    except ImportError as err:
-        raise CudaError("CUDA is not available: cuda-bindings is not installed (pip install 'fuser-mlir[cuda]')") from err
-    check(drv.cuInit(0), "cuInit")
-    return drv
-
-
-def check(result, call: str):
-    """Raise CudaError unless ``result`` (cuda-python's tuple) reports success;
-    return the remaining values (one value, a tuple, or None)."""
-    if not isinstance(result, tuple):
-        result = (result,)
-    error, rest = result[0], result[1:]
-    drv = _driver_module()
-    if error != drv.CUresult.CUDA_SUCCESS:
-        name = drv.cuGetErrorName(error)[1]
-        text = name.decode() if isinstance(name, bytes) else str(error)
-        raise CudaError(f"{call} failed: {text}")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else rest
-
-
-@functools.cache
-def _driver_module():
-    from cuda.bindings import driver as drv
-
-    return drv
-
-
 def available() -> bool:
     """Whether a CUDA GPU can run fusions in this process."""
     try:
         drv = driver()
+        check(drv.cuInit(0), "cuInit")
         return check(drv.cuDeviceGetCount(), "cuDeviceGetCount") > 0
-    except (CudaError, ImportError):
+    except CudaError:
         return False
-
-
-@functools.cache
-def context(device: int = 0):
-    """Retain the primary context of ``device`` and make it current."""
-    drv = driver()
-    dev = check(drv.cuDeviceGet(device), "cuDeviceGet")
-    ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-    check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return ctx
 
 
 def ensure_context(device: int = 0) -> None:
     """Make ``device``'s primary context current on this thread."""
-    check(driver().cuCtxSetCurrent(context(device)), "cuCtxSetCurrent")
+    make_current(device)
 
 
 @functools.cache
 def compute_capability(device: int = 0) -> tuple[int, int]:
     drv = driver()
+    primary_context(device)  # initialises the driver, checks the device exists
     dev = check(drv.cuDeviceGet(device), "cuDeviceGet")
     attr = drv.CUdevice_attribute
     major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")

@@ -334,7 +334,7 @@ class FakeDriver:
 @pytest.fixture
 def fake_driver(monkeypatch):
     driver = FakeDriver()
-    monkeypatch.setattr(arrays, "_driver", lambda: driver)
+    monkeypatch.setattr(arrays, "driver", lambda: driver)
     monkeypatch.setattr(arrays, "_PRIMARY_CONTEXTS", {})
     yield driver
     gc.collect()  # run finalizers while the fake is still installed

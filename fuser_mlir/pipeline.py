@@ -225,6 +225,7 @@ class DiagnosticCollector:
 
     def __exit__(self, *exc) -> None:
         self._handler.detach()
+        self._handler = None  # the handler refers back to us: break the cycle, or the Context leaks
 
     def _handle(self, diag) -> bool:
         text = format_diagnostic(diag, self.source_name)

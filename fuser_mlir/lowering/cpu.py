@@ -146,6 +146,19 @@ _UNSIGNED_WRAP_FLAGS = (
 )
 
 
+_MEMREF_COPY = re.compile(r"memref\.copy (%[\w#]+), (%[\w#]+) : (.+) to (.+?)( loc\(#?\w+\))?$", re.MULTILINE)
+
+
+def copies_as_linalg(module: ir.Module) -> ir.Module:
+    """``memref.copy`` -> ``linalg.copy``. A ``memref.copy`` lowers to a call
+    of ``memrefCopy`` (MLIR's C runner library, which the JIT does not have,
+    and which would run on the host for GPU buffers); ``linalg.copy`` becomes
+    a loop (a parallel loop on the GPU)."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    text = _MEMREF_COPY.sub(r"linalg.copy ins(\1 : \3) outs(\2 : \4)\5", text)
+    return ir.Module.parse(text, context=module.context)
+
+
 def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
     """The LLVM-dialect ``module`` without ``nuw`` on its arithmetic and GEPs
     (see the module docstring: negative strides)."""
@@ -173,8 +186,11 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     lowered, kinds = segments_only(module)
     if vector_library is None:
         vector_library = host_vector_library()
+    before_loops, _, loops = cpu_pipeline(vector_library).partition(", convert-linalg-to-loops")
     try:
-        run_pipeline(lowered, cpu_pipeline(vector_library))
+        run_pipeline(lowered, before_loops)
+        lowered = copies_as_linalg(lowered)
+        run_pipeline(lowered, "convert-linalg-to-loops" + loops)
     except PipelineError as err:
         raise CompileError(
             "compile_cpu: lowering the segments to the LLVM dialect failed",

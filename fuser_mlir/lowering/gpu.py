@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fuser_mlir import config
 from fuser_mlir._mlir import ExecutionEngine, arith, ir, scf
 from fuser_mlir.errors import CompileError, PipelineError
-from fuser_mlir.lowering.cpu import drop_unsigned_wrap_flags, external_symbols, segments_only
+from fuser_mlir.lowering.cpu import copies_as_linalg, drop_unsigned_wrap_flags, external_symbols, segments_only
 from fuser_mlir.pipeline import PIPELINES, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
 from fuser_mlir.runtime.cpu import CpuKernel
@@ -76,17 +76,6 @@ def kernels_pipeline(arch: str, libdevice: str, binary_format: str = "isa") -> s
 
 
 PIPELINES["fuser-gpu-loops-pipeline"] = LOOPS_PIPELINE
-
-_MEMREF_COPY = re.compile(r"memref\.copy (%[\w#]+), (%[\w#]+) : (.+) to (.+?)( loc\(#?\w+\))?$", re.MULTILINE)
-
-
-def copies_as_linalg(module: ir.Module) -> ir.Module:
-    """``memref.copy`` (which lowers to a host ``memrefCopy`` call) ->
-    ``linalg.copy``, which becomes a parallel loop, so copies run on the GPU."""
-    text = module.operation.get_asm(enable_debug_info=True)
-    text = _MEMREF_COPY.sub(r"linalg.copy ins(\1 : \3) outs(\2 : \4)\5", text)
-    return ir.Module.parse(text, context=module.context)
-
 
 # -- Python rewrites between the pipelines ---------------------------------------------
 

@@ -180,3 +180,20 @@ def test_arguments_on_another_device_than_the_cache_is_for_are_rejected():
         FusionExecutorCache(fd, device="cuda").run([rand(4, 5), rand(1, 5), 1.0])
     with pytest.raises(InputError, match="device must be 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
         FusionExecutorCache(fd, device="gpu")
+
+
+def test_a_full_reduction_feeding_pointwise_ops_in_one_segment(device):
+    """The 0-d sum is an intermediate inside the segment: on the GPU it lives
+    in device memory and the 0-d ops run in a one-thread loop."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t = fd.ops.sum(x, dims=[0, 1])
+        fd.add_output(t * t + 1.0)
+        fd.add_output(x * 2.0)
+    x = rand(7, 9)
+    x64 = x.astype(np.float64)
+    compiled = fd.compile([to_device(x, device)])
+    assert compiled.num_segments == 1
+    squared, doubled = fd.execute([to_device(x, device)])
+    np.testing.assert_allclose(to_host(squared), x64.sum() ** 2 + 1.0, rtol=1e-5)
+    np.testing.assert_allclose(to_host(doubled), x64 * 2.0, rtol=1e-6)

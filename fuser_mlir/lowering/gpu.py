@@ -171,16 +171,14 @@ def _wait(tokens: list[ir.Value], *, asynchronous: bool) -> ir.Value | None:
     return op.results[0] if asynchronous else None
 
 
-def _host_accessed(alloc: ir.Operation, func: ir.Operation) -> bool:
-    """Whether the host code itself reads or writes the buffer (e.g. the shape
-    operand of a ``memref.reshape``): such a buffer stays in host memory."""
-    for use in alloc.results[0].uses:
-        user = use.owner
-        if user.parent.name != "func.func":
-            continue  # inside a loop nest: device code
-        if user.name in ("memref.load", "memref.store") or (user.name == "memref.reshape" and use.operand_number == 1):
-            return True
-    return False
+def _host_accessed(alloc: ir.Operation) -> bool:
+    """Whether the host code itself reads or writes the buffer: the shape
+    operand of a ``memref.reshape`` (a memref of ``index``). Such a buffer
+    stays in host memory; every other buffer is device memory."""
+    element = ir.MemRefType(alloc.results[0].type).element_type
+    return isinstance(element, ir.IndexType) or any(
+        use.owner.name == "memref.reshape" and use.operand_number == 1 for use in alloc.results[0].uses
+    )
 
 
 def _device_allocations(func: ir.Operation) -> None:
@@ -189,7 +187,7 @@ def _device_allocations(func: ir.Operation) -> None:
     async forms; the runtime's streams make the waits free). Buffers the host
     code accesses itself stay host allocations."""
     for alloc in _walk(func, "memref.alloc"):
-        if _host_accessed(alloc, func):
+        if _host_accessed(alloc):
             continue
         with ir.InsertionPoint(alloc), alloc.location:
             start = _wait([], asynchronous=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -182,31 +183,135 @@ def execute(
     visible output index to the caller's buffer, ``allocate(shape, dtype)``
     makes a new buffer. ``stats`` (if given) counts the inputs as live from the
     start, then every allocation and free.
+
+    The plan is flattened once (:func:`prepare`, kept on the plan) and the
+    flat form runs every later call: a plan must not change after its first
+    execution.
     """
-    shapes = [tuple(getattr(x, "shape", ())) for x in inputs]
-    stats = stats if stats is not None else MemoryStats()
-    base_live = stats.live_bytes
-    stats.live_bytes += sum(getattr(x, "nbytes", 0) for x in inputs) + sum(getattr(x, "nbytes", 0) for x in given.values())
-    stats.peak_live_bytes = max(stats.peak_live_bytes, stats.live_bytes)
-    values: dict[int, object] = {}
-    for b in plan.buffers:
-        if b.kind == "input":
-            values[b.id] = inputs[b.index]
-        elif b.kind == "given":
-            values[b.id] = given[b.index]
+    prepared = plan.__dict__.get("_prepared")
+    if prepared is None:
+        prepared = plan.__dict__["_prepared"] = prepare(plan)
+    return prepared.run(kernels, inputs, given, allocate, stats if stats is not None else MemoryStats())
+
+
+def size_getter(expr: SizeExpr) -> Callable[[Sequence[object]], int]:
+    """``eval_size`` of ``expr`` as a function of the input arrays (closures
+    built once, so a call does not re-walk the expression tree)."""
+    kind = expr[0]
+    if kind == "const":
+        value = int(expr[1])
+        return lambda inputs: value
+    if kind == "dim":
+        index, dim = expr[1], expr[2]
+        return lambda inputs: int(inputs[index].shape[dim])
+    combine = _BINARY[kind]
+    left, right = size_getter(expr[1]), size_getter(expr[2])
+    return lambda inputs: combine(left(inputs), right(inputs))
+
+
+def shape_getter(plan: LaunchPlan, shape: list[SizeExpr]) -> Callable[[Sequence[object]], tuple[int, ...]]:
+    """``Buffer.shape_for`` as a function of the input arrays. The common
+    case, a buffer shaped like one whole input, returns that input's shape."""
+    index = shape[0][1] if shape and shape[0][0] == "dim" else None
+    if index is not None and shape == [["dim", index, d] for d in range(len(shape))]:
+        source = next((b for b in plan.buffers if b.kind == "input" and b.index == index), None)
+        if source is not None and len(source.shape) == len(shape):
+            return lambda inputs: inputs[index].shape
+    getters = tuple(size_getter(e) for e in shape)
+    return lambda inputs: tuple([g(inputs) for g in getters])
+
+
+@dataclass(frozen=True)
+class PreparedStep:
+    """One step of a prepared plan. Slots ``0 .. num_inputs-1`` hold the
+    inputs (tensors and scalars), slot ``num_inputs + id`` buffer ``id``."""
+
+    kernel: str
+    allocations: tuple[tuple[int, Callable, str], ...]  # (slot, shape getter, dtype) made before the call
+    args: Callable[[list], tuple]  # slots -> the call's arguments
+    frees: tuple[int, ...]  # slots of intermediates dropped after the call
+
+
+def _slot_getter(slots: Sequence[int]) -> Callable[[list], tuple]:
+    if len(slots) == 1:
+        (only,) = slots
+        return lambda values: (values[only],)
+    return operator.itemgetter(*slots)
+
+
+def _list_getter(slots: Sequence[int]) -> Callable[[list], list]:
+    if len(slots) == 1:
+        (only,) = slots
+        return lambda values: [values[only]]
+    if not slots:
+        return lambda values: []
+    getter = operator.itemgetter(*slots)
+    return lambda values: list(getter(values))
+
+
+@dataclass(frozen=True)
+class PreparedPlan:
+    """A launch plan flattened for repeated execution (see :func:`prepare`)."""
+
+    num_inputs: int
+    buffer_slots: tuple[None, ...]  # one None per buffer: the slots after the inputs
+    given: tuple[tuple[int, int], ...]  # (slot, visible output index) of each given buffer
+    steps: tuple[PreparedStep, ...]
+    outputs: Callable[[list], list]  # slots -> the visible outputs
+
+    def run(self, kernels, inputs: Sequence[object], given: dict[int, object], allocate: Allocator, stats: MemoryStats) -> list:
+        """What :func:`execute` does, step by step, with no per-call analysis."""
+        if len(inputs) != self.num_inputs:
+            raise ValueError(f"the launch plan takes {self.num_inputs} inputs, got {len(inputs)}")
+        values = [*inputs, *self.buffer_slots]
+        for slot, index in self.given:
+            values[slot] = given[index]
+        base_live = stats.live_bytes
+        stats.live_bytes += sum([getattr(x, "nbytes", 0) for x in inputs]) + sum([getattr(x, "nbytes", 0) for x in given.values()])
+        if stats.live_bytes > stats.peak_live_bytes:
+            stats.peak_live_bytes = stats.live_bytes
+        for step in self.steps:
+            for slot, shape_of, dtype in step.allocations:
+                value = values[slot] = allocate(shape_of(inputs), dtype)
+                stats.allocate(value.nbytes)
+            kernels[step.kernel](*step.args(values))
+            for slot in step.frees:
+                stats.free(values[slot].nbytes)
+                values[slot] = None
+        outputs = self.outputs(values)
+        stats.live_bytes = base_live
+        return outputs
+
+
+def prepare(plan: LaunchPlan) -> PreparedPlan:
+    """Flatten ``plan``: which buffers each step allocates (before its call)
+    and frees (after it), its arguments as slot indices, every size formula
+    as a closure. Same order of allocations, calls and frees as a walk of the
+    plan, decided once instead of on every call."""
+    base = plan.num_inputs
+
+    def slot(buffer_id: int) -> int:
+        buf = plan.buffers[buffer_id]
+        return buf.index if buf.kind == "input" else base + buffer_id
+
+    present = {b.id for b in plan.buffers if b.kind in ("input", "given")}
+    steps = []
     for step_index, step in enumerate(plan.steps):
+        allocations = []
         for buffer_id in step.writes:
-            if buffer_id in values:
+            if buffer_id in present:
                 continue
             buf = plan.buffers[buffer_id]
-            values[buffer_id] = allocate(buf.shape_for(shapes), buf.dtype)
-            stats.allocate(values[buffer_id].nbytes)
-        args = [values[a[1]] if a[0] == "buffer" else inputs[a[1]] for a in step.args]
-        kernels[step.kernel](*args)
+            allocations.append((slot(buffer_id), shape_getter(plan, buf.shape), buf.dtype))
+            present.add(buffer_id)
+        args = [slot(a[1]) if a[0] == "buffer" else a[1] for a in step.args]
+        frees = []
         for a in step.args:
             buf = plan.buffers[a[1]] if a[0] == "buffer" else None
-            if buf is not None and buf.kind == "intermediate" and buf.last_use == step_index and buf.id in values:
-                stats.free(values.pop(buf.id).nbytes)
-    outputs = [values[i] for i in plan.outputs]
-    stats.live_bytes = base_live
-    return outputs
+            if buf is not None and buf.kind == "intermediate" and buf.last_use == step_index and buf.id in present:
+                present.discard(buf.id)
+                frees.append(slot(buf.id))
+        steps.append(PreparedStep(step.kernel, tuple(allocations), _slot_getter(args), tuple(frees)))
+    given = tuple((base + b.id, b.index) for b in plan.buffers if b.kind == "given")
+    outputs = [slot(i) for i in plan.outputs]
+    return PreparedPlan(base, (None,) * len(plan.buffers), given, tuple(steps), _list_getter(outputs))

@@ -67,6 +67,21 @@ def test_descriptors_carry_sizes_and_strides_in_elements() -> None:
     assert received[3][5:] == (-8, -3)  # negative strides pass through
 
 
+def test_every_rank_is_refilled_in_place_on_each_call() -> None:
+    # ranks 0-2 have their own setters, higher ranks the general one
+    kinds = [ArgKind.tensor("float64", r) for r in (0, 1, 2, 3, 4)]
+    first = [np.array(1.0), np.arange(8.0)[::-2], np.zeros((3, 4)).T, np.zeros((2, 3, 4))[:, ::-1], np.zeros((1, 2, 3, 2))]
+    second = [np.array(2.0), np.arange(5.0), np.zeros((7, 2))[1:], np.zeros((4, 3, 2)).transpose(2, 0, 1), np.zeros((2, 1, 1, 5))[..., ::2]]
+    received: list = []
+    kernel = fake_kernel(kinds, received)
+    for arrays in (first, second):
+        received.clear()
+        kernel(*arrays)
+        for array, words in zip(arrays, received):
+            pointer = data_pointer(array)
+            assert words == (pointer, pointer, 0, *array.shape, *(s // 8 for s in array.strides))
+
+
 def test_zero_d_and_zero_size_arrays() -> None:
     scalar_array = np.array(3.0, np.float64)
     empty = np.empty((0, 5), np.int64)

@@ -71,3 +71,33 @@ def test_execute_runs_steps_in_order_and_frees_after_last_use():
 def test_eval_size_rejects_unknown_operators():
     with pytest.raises(KeyError):
         eval_size(["pow", ["const", 2], ["const", 3]], [])
+
+
+def test_a_plan_runs_again_with_new_sizes_and_computed_shapes():
+    # in0[m, n] -> flat[m * n] (a computed size) -> out[m * n]; the flat form
+    # of the plan is built on the first call and must not keep its sizes
+    m, n = ["dim", 0, 0], ["dim", 0, 1]
+    buffers = [
+        Buffer(0, "input", "float64", [m, n], index=0, last_use=0),
+        Buffer(1, "intermediate", "float64", [["mul", m, n]], last_use=1),
+        Buffer(2, "output", "float64", [["mul", m, n]], index=0, last_use=1),
+    ]
+    steps = [
+        Step("flatten", [["buffer", 0], ["buffer", 1]], writes=[1]),
+        Step("scale", [["buffer", 1], ["scalar", 1], ["buffer", 2]], writes=[2]),
+    ]
+    plan = LaunchPlan(num_inputs=2, buffers=buffers, steps=steps, outputs=[2])
+    kernels = {
+        "flatten": lambda x, out: np.copyto(out, x.reshape(-1)),
+        "scale": lambda x, s, out: np.copyto(out, x * s),
+    }
+    stats = MemoryStats()
+    for shape, scale in [((3, 4), 2.0), ((5, 1), -1.0), ((3, 4), 0.5)]:
+        x = np.random.default_rng().random(shape)
+        (out,) = execute(plan, kernels, [x, scale], {}, lambda shape, dtype: np.full(shape, np.nan, dtype), stats)
+        np.testing.assert_array_equal(out, x.reshape(-1) * scale)
+        assert stats.live_bytes == 0
+    assert stats.allocations == 6
+    assert stats.peak_live_bytes == 3 * 12 * 8  # input, flat and out of the (3, 4) calls
+    with pytest.raises(ValueError, match="the launch plan takes 2 inputs, got 1"):
+        execute(plan, kernels, [x], {}, np.empty, stats)

@@ -3,7 +3,8 @@
     from fuser_mlir import FusionDefinition, DataType, FusionExecutorCache
 
 The names below are imported lazily, so ``import fuser_mlir.runtime`` (which
-never needs MLIR) does not load the MLIR bindings.
+never needs MLIR) does not load the MLIR bindings. ``fuser_mlir.load(path)``
+loads a compiled artifact (``compiled.export(path)``) without MLIR.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ _LAZY = {
     "InputError": "fuser_mlir.errors",
     "DefinitionError": "fuser_mlir.errors",
     "CompileError": "fuser_mlir.errors",
+    "ArtifactError": "fuser_mlir.errors",
+    "load": "fuser_mlir.runtime.artifact",
 }
 
 __all__ = [*sorted(_LAZY), "__version__"]

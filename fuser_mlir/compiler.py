@@ -40,7 +40,9 @@ from fuser_mlir.lowering.cpu import compile_cpu
 from fuser_mlir.passes.resolve_alias_hazards import resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
-from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, execute
+from fuser_mlir.runtime.image import KernelImage
+from fuser_mlir.runtime.signature import FusionSignature
+from fuser_mlir.runtime.plan import Buffer, HazardResolution, LaunchPlan, MemoryStats, Segment, Step, execute
 
 STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 
@@ -57,28 +59,6 @@ def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 @dataclass
-class Segment:
-    """One kernel of a compiled fusion, for introspection."""
-
-    name: str
-    ops: list[str]  # op names in program order
-    inputs: list[int]  # plan buffer ids (tensors) it reads
-    outputs: list[int]  # plan buffer ids it writes
-
-
-@dataclass(frozen=True)
-class HazardResolution:
-    """One in-place update that needed care, and what the compiler did."""
-
-    input: int  # the input updated in place
-    resolution: str  # "reorder" (moved after its readers) or "copy" (temporary + copy)
-    message: str  # the hazard and its fix, with locations
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@dataclass
 class CompiledFusion:
     """A fusion compiled for one signature: launch plan + kernels."""
 
@@ -91,6 +71,15 @@ class CompiledFusion:
     kernels: dict[str, object] = field(default_factory=dict)
     #: in-place updates whose hazards were resolved; empty when none needed it
     hazard_report: list[HazardResolution] = field(default_factory=list)
+    #: the kernels as files + calling data, for artifacts and the disk cache
+    #: (None when the backend made none; ``image_error`` says why)
+    image: KernelImage | None = None
+    image_error: str = ""
+    #: what arguments are validated against (JSON-able; see runtime/signature.py)
+    signature: FusionSignature | None = None
+    #: the executor cache key this was compiled for (None from compile_fusion directly)
+    key: tuple | None = None
+    hazard_policy: str = "auto"
 
     @property
     def num_segments(self) -> int:
@@ -119,6 +108,14 @@ class CompiledFusion:
         from fuser_mlir.visualize import plan_to_dot
 
         return plan_to_dot(self)
+
+    def export(self, path) -> str:
+        """Write this fusion as an artifact: a directory, or one zip file when
+        ``path`` ends in ``.fsn`` (see :mod:`fuser_mlir.runtime.artifact`).
+        Load it with ``fuser_mlir.load(path)``. Returns the path."""
+        from fuser_mlir.runtime.artifact import export
+
+        return export(self, path)
 
 
 def _run_stage(module: ir.Module, pipeline: str, before: str) -> str:
@@ -152,10 +149,12 @@ def compile_fusion(
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
         plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
+        image, image_error = None, f"the {device} backend makes no kernel image yet"
         if device == "cpu":
             program = compile_cpu(module)
             stages["cpu"] = program.llvm_dialect
             kernels = dict(program.kernels)
+            image, image_error = program.image, program.image_error
         else:
             from fuser_mlir.lowering.gpu import compile_gpu
             from fuser_mlir.runtime.cuda import checked_kernel
@@ -165,7 +164,8 @@ def compile_fusion(
             kernels = {name: checked_kernel(k) for name, k in program.kernels.items()}
     return CompiledFusion(
         name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels,
-        hazard_report=report,
+        hazard_report=report, image=image, image_error="" if image is not None else image_error,
+        signature=FusionSignature.from_definition(fusion), hazard_policy=hazard_policy,
     )
 
 

@@ -61,3 +61,44 @@ def libdevice_path() -> Path | None:
             if candidate.is_file():
                 return candidate
     return None
+
+
+def c_compiler() -> str:
+    """``FUSER_CC``: the C compiler that links CPU kernels into a shared
+    library for artifacts and the disk cache (default ``cc``; ``""`` or
+    ``none``: do not link, so CPU fusions have no kernel image)."""
+    raw = os.environ.get("FUSER_CC")
+    if raw is None:
+        return "cc"
+    return "" if raw.strip().lower() in ("", "none", "0") else raw.strip()
+
+
+def cache_enabled() -> bool:
+    """``FUSER_CACHE=0``: do not read or write the persistent kernel cache (default on)."""
+    return _flag("FUSER_CACHE", True)
+
+
+def cache_dir() -> Path:
+    """``FUSER_CACHE_DIR``: where the persistent kernel cache lives
+    (default ``~/.cache/fuser-mlir``, or ``$XDG_CACHE_HOME/fuser-mlir``)."""
+    explicit = os.environ.get("FUSER_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "fuser-mlir"
+
+
+#: Default bound of the persistent cache: 1 GiB.
+DEFAULT_CACHE_MAX_BYTES = 1 << 30
+
+
+def cache_max_bytes() -> int:
+    """``FUSER_CACHE_MAX_BYTES``: size bound of the persistent cache; the least
+    recently used entries are evicted beyond it (default 1 GiB)."""
+    raw = os.environ.get("FUSER_CACHE_MAX_BYTES")
+    if not raw:
+        return DEFAULT_CACHE_MAX_BYTES
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise ValueError(f"FUSER_CACHE_MAX_BYTES must be a number of bytes, got {raw!r}") from None

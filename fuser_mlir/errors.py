@@ -65,3 +65,15 @@ class CudaError(FuserError):
 class DeviceError(InputError):
     """Arguments live on devices the fusion cannot run on together
     (e.g. NumPy arrays mixed with CUDA tensors)."""
+
+
+class ArtifactError(FuserError):
+    """A compiled artifact (or disk-cache entry) cannot be written or loaded.
+
+    The message names the artifact and the check that failed (format
+    version, a file's sha256, a zip entry path, the target, ...)."""
+
+
+class CacheWarning(UserWarning):
+    """The persistent kernel cache skipped or discarded an entry (the fusion
+    is compiled again; results are never affected)."""

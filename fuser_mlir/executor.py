@@ -9,6 +9,13 @@ every tensor input its dtype, rank, stride order, contiguity, size-1
 (broadcast) dims and alignment class; scalar dtypes; and which outputs the
 caller gives, with the same properties. Sizes are symbolic: new sizes never
 recompile, and are checked against the definition at run time.
+
+A miss asks the persistent disk cache (:mod:`fuser_mlir.runtime.cache`)
+before compiling, and stores what it compiled there; ``stats.disk_hits``
+counts the misses the disk answered (those return a
+:class:`~fuser_mlir.runtime.artifact.LoadedFusion`, which runs the stored
+kernels). :meth:`FusionExecutorCache.for_loaded` makes the executor of a
+loaded artifact: same validation, one key, never compiles.
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from fuser_mlir.runtime.plan import MemoryStats
 
 @dataclass
 class CacheStats:
-    """What the cache did: one compilation per miss."""
+    """What the cache did: a miss is answered by the disk cache (``disk_hits``)
+    or compiled (``compilations``; ``disk_writes`` of those were stored)."""
 
     compilations: int = 0
     hits: int = 0
     misses: int = 0
+    disk_hits: int = 0
+    disk_writes: int = 0
 
 
 def _describe(value: object) -> str:
@@ -243,6 +253,18 @@ class FusionExecutorCache:
         self.stats = CacheStats()
         self.memory = MemoryStats()
         self._compiled: dict[tuple, object] = {}
+        self._loaded = None  # the LoadedFusion of for_loaded (then nothing compiles)
+
+    @classmethod
+    def for_loaded(cls, loaded) -> "FusionExecutorCache":
+        """The executor of a loaded artifact: it validates arguments against the
+        artifact's signature exactly as for a definition, and runs the artifact
+        for its one key (an InputError names what differs otherwise)."""
+        executor = cls(loaded.signature, device=loaded.device, hazard_policy=loaded.hazard_policy)
+        executor._loaded = loaded
+        executor._compiled[loaded.key] = loaded
+        return executor
+
 
     def key(self, device: str, args: Sequence[object], given: dict[int, object]) -> tuple:
         inputs = tuple(type(a).__name__ if isinstance(a, (int, float, bool)) else tensor_signature(a) for a in args)
@@ -271,19 +293,46 @@ class FusionExecutorCache:
         return self._lookup(device, args, given), args, given
 
     def _lookup(self, device: str, args, given):
-        from fuser_mlir.compiler import compile_fusion
-
         key = self.key(device, args, given)
         compiled = self._compiled.get(key)
         if compiled is not None:
             self.stats.hits += 1
             return compiled
+        if self._loaded is not None:
+            from fuser_mlir.runtime.artifact import loaded_key_error
+
+            raise loaded_key_error(self._loaded, key)
         self.stats.misses += 1
-        mask = tuple(i in given for i in range(len(visible_outputs(self.fusion))))
-        compiled = compile_fusion(self.fusion, given_outputs=mask, device=device, hazard_policy=self.hazard_policy)
-        self.stats.compilations += 1
+        disk, disk_key = self._disk_cache(key)
+        if disk is not None:
+            compiled = disk.load(disk_key, device)
+            if compiled is not None:
+                self.stats.disk_hits += 1
+                self._compiled[key] = compiled
+                return compiled
+        compiled = self._compile(key, device, given)
+        if disk is not None and compiled.image is not None and disk.store(disk_key, compiled) is not None:
+            self.stats.disk_writes += 1
         self._compiled[key] = compiled
         return compiled
+
+    def _compile(self, key: tuple, device: str, given):
+        from fuser_mlir.compiler import compile_fusion
+
+        mask = tuple(i in given for i in range(len(visible_outputs(self.fusion))))
+        compiled = compile_fusion(self.fusion, given_outputs=mask, device=device, hazard_policy=self.hazard_policy)
+        compiled.key = key
+        self.stats.compilations += 1
+        return compiled
+
+    def _disk_cache(self, key: tuple):
+        """The disk cache and this key's entry name, or (None, None) when the cache is off."""
+        from fuser_mlir.runtime.cache import cache_key, default_cache
+
+        disk = default_cache()
+        if disk is None:
+            return None, None
+        return disk, cache_key(self.fusion.fingerprint(), key, self.hazard_policy)
 
     def run(self, inputs: Sequence[object], outputs=None) -> list:
         """Run the fusion; ``outputs`` is None or one buffer-or-None per

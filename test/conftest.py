@@ -1,8 +1,21 @@
 """Fixtures shared by the whole suite."""
 
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from devices import cuda_available
+
+# The persistent kernel cache of the whole suite (and of the processes tests
+# start, which inherit the variable) is a fresh temporary directory: tests
+# never read or write ~/.cache, and a run never reuses another run's entries.
+_CACHE_DIR = tempfile.mkdtemp(prefix="fuser-test-cache-")
+os.environ["FUSER_CACHE_DIR"] = _CACHE_DIR
+os.environ.pop("FUSER_CACHE", None)
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])

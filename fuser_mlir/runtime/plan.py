@@ -148,6 +148,28 @@ class LaunchPlan:
 
 
 @dataclass
+class Segment:
+    """One kernel of a compiled fusion, for introspection."""
+
+    name: str
+    ops: list[str]  # op names in program order
+    inputs: list[int]  # plan buffer ids (tensors) it reads
+    outputs: list[int]  # plan buffer ids it writes
+
+
+@dataclass(frozen=True)
+class HazardResolution:
+    """One in-place update that needed care, and what the compiler did."""
+
+    input: int  # the input updated in place
+    resolution: str  # "reorder" (moved after its readers) or "copy" (temporary + copy)
+    message: str  # the hazard and its fix, with locations
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
 class MemoryStats:
     """Allocation counters of the runtime (per executor, cumulative)."""
 

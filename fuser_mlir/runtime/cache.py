@@ -1,0 +1,201 @@
+"""The persistent kernel cache: compiled fusions as artifacts on disk.
+
+A FusionExecutorCache miss asks the disk cache before compiling, and stores
+what it compiled (:mod:`fuser_mlir.executor`), so a second process never
+recompiles what a first one compiled. Knobs (:mod:`fuser_mlir.config`):
+``FUSER_CACHE=0`` turns it off, ``FUSER_CACHE_DIR`` moves it (default
+``~/.cache/fuser-mlir``, created owner-only, 0o700), ``FUSER_CACHE_MAX_BYTES``
+bounds it (default 1 GiB; least recently used entries go first).
+
+Key (:func:`cache_key`): sha256 over the compiler version (release + a hash
+of the package's sources, so any code change misses), the MLIR version, the
+target (OS, architecture, ISA extensions for the CPU; the device for CUDA),
+the definition's fingerprint, the hazard policy, and the executor key
+(dtypes, stride orders, contiguity, broadcast dims, alignment classes, given
+outputs). The fingerprint (``FusionDefinition.fingerprint``) hashes the
+recorded program without source locations; it stands in for the hash of the
+fuser IR, which is a deterministic function of it and of the compiler
+sources (both in the key), because printing the fuser IR needs MLIR: a disk
+hit then costs no MLIR import (about 130 ms). A hit's hazard report names
+the source locations of the definition that was compiled.
+
+Entries are ``.fsn`` artifacts (:mod:`fuser_mlir.runtime.artifact`) at
+``<dir>/v1/<key[:2]>/<key>.fsn``, written to a temporary name and renamed
+into place, so a reader sees a whole entry or none, and two processes that
+compile one key at once both succeed (the last rename wins; both entries are
+valid). Each manifest records its key. An entry that fails any artifact
+check, or whose recorded key differs (a foreign file), is deleted with a
+:class:`~fuser_mlir.errors.CacheWarning` and the fusion is compiled again.
+A hit touches the entry's mtime; after each store, entries are evicted
+oldest-mtime first until the cache fits its bound.
+
+Never imports ``mlir``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from fuser_mlir import config
+from fuser_mlir.errors import ArtifactError, CacheWarning
+from fuser_mlir.runtime.artifact import (
+    LoadedFusion,
+    artifact_contents,
+    compiler_version,
+    key_to_json,
+    mlir_version,
+    read_artifact,
+    write_zip,
+)
+
+LAYOUT = "v1"
+SUFFIX = ".fsn"
+
+
+def target_of(device: str) -> dict:
+    """What compiled code depends on besides the fusion: the host CPU for
+    ``cpu``; for CUDA the device and the requested architecture."""
+    if device == "cpu":
+        from fuser_mlir.runtime.cpu import host_target
+
+        return {"backend": "cpu", **host_target()}
+    return {"backend": "cuda", "device": device, "arch": config.cuda_arch()}
+
+
+def cache_key(fingerprint: str, executor_key, hazard_policy: str) -> str:
+    """The disk cache key of one compilation (hex sha256)."""
+    parts = {
+        "compiler": compiler_version(),
+        "mlir": mlir_version(),
+        "target": target_of(executor_key[0]),
+        "fusion": fingerprint,
+        "hazard_policy": hazard_policy,
+        "executor_key": key_to_json(executor_key),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class DiskStats:
+    """The cache directory's contents."""
+
+    directory: str
+    entries: int
+    total_bytes: int
+    max_bytes: int
+
+
+class DiskCache:
+    """A directory of artifacts addressed by :func:`cache_key`."""
+
+    def __init__(self, directory: Path | str | None = None, max_bytes: int | None = None):
+        self.directory = Path(directory) if directory is not None else config.cache_dir()
+        self.max_bytes = max_bytes if max_bytes is not None else config.cache_max_bytes()
+        self.root = self.directory / LAYOUT
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}{SUFFIX}"
+
+    def _ensure(self, directory: Path) -> None:
+        """Create ``directory`` (and the cache directory) owner-only."""
+        for level in (self.directory, self.root, directory):
+            level.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    # -- lookup and store ---------------------------------------------------------------
+
+    def load(self, key: str, device: str) -> LoadedFusion | None:
+        """The fusion stored under ``key``, ready to run on ``device``; None on
+        a miss. A bad entry is deleted, with a CacheWarning."""
+        path = self.path(key)
+        try:
+            manifest, files = read_artifact(path)
+            if manifest.get("cache_key") != key:
+                raise ArtifactError(f"cache key check failed: {path} records key {manifest.get('cache_key')!r}, not its file name's (a foreign entry)")
+            loaded = LoadedFusion.from_manifest(manifest, files, device=device, where=str(path))
+        except ArtifactError as err:
+            if not path.exists():
+                return None  # a miss (or evicted while we looked)
+            warnings.warn(f"fuser-mlir disk cache: discarding a bad entry, compiling again: {err}", CacheWarning, stacklevel=3)
+            _remove(path)
+            return None
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return loaded
+
+    def store(self, key: str, compiled) -> Path | None:
+        """Write ``compiled`` under ``key`` (atomically); None, with a
+        CacheWarning, when it cannot be written."""
+        path = self.path(key)
+        try:
+            manifest, files = artifact_contents(compiled, {"cache_key": key})
+            self._ensure(path.parent)
+            write_zip(path, manifest, files, private=True)
+        except (ArtifactError, OSError) as err:
+            warnings.warn(f"fuser-mlir disk cache: cannot store {compiled.name!r} in {self.directory}: {err}", CacheWarning, stacklevel=3)
+            return None
+        self.evict()
+        return path
+
+    # -- size --------------------------------------------------------------------------
+
+    def entries(self) -> list[tuple[Path, int, float]]:
+        """``(path, size, mtime)`` of every entry."""
+        found = []
+        if not self.root.is_dir():
+            return found
+        for path in self.root.glob(f"*/*{SUFFIX}"):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            found.append((path, st.st_size, st.st_mtime))
+        return found
+
+    def evict(self) -> int:
+        """Delete least recently used entries until the cache fits ``max_bytes``; how many went."""
+        entries = sorted(self.entries(), key=lambda e: e[2])
+        total = sum(size for _, size, _ in entries)
+        removed = 0
+        for path, size, _ in entries:
+            if total <= self.max_bytes:
+                break
+            _remove(path)
+            total -= size
+            removed += 1
+        return removed
+
+    def stats(self) -> DiskStats:
+        entries = self.entries()
+        return DiskStats(str(self.directory), len(entries), sum(size for _, size, _ in entries), self.max_bytes)
+
+    def clear(self) -> int:
+        """Delete every entry (and stray temporary files); how many entries went."""
+        count = 0
+        if not self.root.is_dir():
+            return 0
+        for path in self.root.glob("*/*"):
+            if path.is_file():
+                count += path.suffix == SUFFIX
+                _remove(path)
+        return count
+
+
+def default_cache() -> DiskCache | None:
+    """The cache the executor uses, or None when ``FUSER_CACHE=0``."""
+    if not config.cache_enabled():
+        return None
+    return DiskCache()
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass

@@ -14,8 +14,10 @@ Stages (each kept as text, ``compiled.ir(stage)``):
     the segment functions lowered to the LLVM dialect (``fuser-cpu-pipeline``),
     for ``device="cpu"``;
 ``gpu``
-    for ``device="cuda"``: the segments' host code in the LLVM dialect with
-    their PTX kernels in ``gpu.binary`` ops (:mod:`fuser_mlir.lowering.gpu`).
+    for ``device="cuda"``: the segments' kernels in the gpu dialect, as the
+    schedulers wrote them (:mod:`fuser_mlir.lowering.gpu_schedule`); their
+    launch programs are ``compiled.program.programs``, the PTX
+    ``compiled.program.ptx``.
 
 The host function becomes a :class:`~fuser_mlir.runtime.plan.LaunchPlan`
 (plain data); the segment functions become kernels. A failed compile raises
@@ -157,11 +159,11 @@ def compile_fusion(
             image, image_error = program.image, program.image_error
         else:
             from fuser_mlir.lowering.gpu import compile_gpu
-            from fuser_mlir.runtime.cuda import checked_kernel
 
-            program = compile_gpu(module)
-            stages["gpu"] = program.ptx_module
-            kernels = {name: checked_kernel(k) for name, k in program.kernels.items()}
+            program = compile_gpu(module, device=device_index(device))
+            stages["gpu"] = program.kernel_ir
+            kernels = dict(program.kernels)
+            image = program.image(fusion.name)
     return CompiledFusion(
         name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels,
         hazard_report=report, image=image, image_error="" if image is not None else image_error,

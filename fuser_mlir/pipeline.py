@@ -35,6 +35,12 @@ PIPELINES["fuser-cpu-pipeline"] = (
     "reconcile-unrealized-casts"
 )
 
+# Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
+GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
+# Outlined segments to PTX for sm_90 (fuser_mlir/lowering/gpu.py also links
+# libdevice, drops nuw flags and picks the device's architecture).
+PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, nvvm-attach-target{{chip=sm_90}}, gpu-module-to-binary{{format=isa}}"
+
 
 @dataclass(frozen=True)
 class Element:

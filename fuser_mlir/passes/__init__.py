@@ -33,6 +33,7 @@ _ENTRIES = [
     PassEntry("fuser-test-print-alias-hazards", "Annotate every in-place store with the alias hazards the analysis finds."),
     PassEntry("fuser-outline-segments", "Move each segment into a private function; the host calls them in order."),
     PassEntry("fuser-lower-to-cpu", "Lower segment functions to linalg on tensors over strided memref arguments."),
+    PassEntry("fuser-lower-to-gpu", "Schedule every segment function into gpu.func kernels in one gpu.module."),
 ]
 
 REGISTRY: dict[str, PassEntry] = {e.name: e for e in _ENTRIES}

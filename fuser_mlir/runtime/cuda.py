@@ -5,39 +5,41 @@ used here, and every other entry point raises
 :class:`~fuser_mlir.errors.CudaError` (naming the call and the CUDA error)
 when it cannot.
 
-GPU segments are host functions JIT-compiled on the CPU that launch their
-kernels through MLIR's GPU runtime ABI (``mgpuModuleLoadJIT``,
-``mgpuLaunchKernel``, ...). :func:`mgpu_symbols` provides those functions as
-ctypes callbacks into this module, so the same driver layer serves them:
+A compiled fusion's GPU kernels are one CUDA module (a cubin for the
+device's architecture, else PTX that the driver compiles) and one
+:class:`~fuser_mlir.runtime.launch.SegmentProgram` per segment: the launches
+and temporaries as data (see :mod:`fuser_mlir.lowering.gpu_schedule`).
+:class:`CudaSegment` runs a program:
 
-- each JIT engine's constructors load its modules once, its destructors
-  unload them; functions are cached per loaded module (never by the address
-  of the embedded PTX: a later engine can reuse a freed engine's addresses);
-- ``mgpuStreamCreate`` hands out the stream of the current call
-  (:func:`use_stream`, e.g. torch's current stream), and
-  ``mgpuStreamSynchronize``/``mgpuStreamDestroy`` do nothing: launches stay
-  asynchronous and ordered on that stream;
-- ``mgpuMemAlloc``/``mgpuMemFree`` allocate intermediates inside a segment,
-  stream-ordered (``cuMemAllocAsync``/``cuMemFreeAsync``).
-
-A callback cannot raise into the JIT-compiled caller; it records the error and
-returns null, and :func:`raise_pending` (called after every segment) raises it.
+- modules are loaded once per process and device, keyed by the binary's
+  sha256 (:func:`load_module`); functions are looked up once;
+- each launch owns its parameter buffer (one 8-byte slot per kernel
+  parameter, memref descriptors expanded as MLIR's ``gpu.func`` lowering
+  expects), filled in place per call and passed to ``cuLaunchKernel``;
+- kernels go to the stream of the current call (:func:`use_stream`, e.g.
+  torch's current stream) and stay asynchronous; temporaries are allocated
+  and freed in stream order (``cuMemAllocAsync``/``cuMemFreeAsync``);
+- a launch whose grid is empty (a zero-size tensor) is skipped.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
+import struct
 import threading
 
+import numpy as np
+
 from fuser_mlir.errors import CudaError
-from fuser_mlir.runtime.arrays import check, driver, make_current, primary_context
+from fuser_mlir.runtime.arrays import DeviceArray, check, driver, make_current, primary_context
+from fuser_mlir.runtime.cpu import ArgKind
+from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, evaluate
 
 _state = threading.local()
-_modules: dict[int, object] = {}  # handle -> CUmodule, while loaded
-_functions: dict[tuple[int, bytes], object] = {}  # (module, name) -> CUfunction
-_function_by_handle: dict[int, object] = {}
-_pending: list[BaseException] = []
+_modules: dict[tuple[int, str], object] = {}  # (device, sha256 of the binary) -> CUmodule
+_functions: dict[tuple[int, str], object] = {}  # (module handle, kernel name) -> CUfunction
 _lock = threading.Lock()
 
 
@@ -102,152 +104,189 @@ class use_stream:
         _state.stream = self.previous
 
 
-# -- MLIR's GPU runtime ABI as callbacks ------------------------------------------------
+# -- kernel modules and launches ---------------------------------------------------------
 
 
-def _guard(default):
-    """Run a callback body; record an exception for raise_pending() instead of raising."""
-
-    def wrap(fn):
-        @functools.wraps(fn)
-        def guarded(*args):
-            try:
-                return fn(*args)
-            except BaseException as err:  # noqa: BLE001 - re-raised by raise_pending
-                with _lock:
-                    _pending.append(err)
-                return default
-
-        return guarded
-
-    return wrap
+_TEMP_DTYPE = {"f16": "float16", "f32": "float32", "f64": "float64", "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64"}
 
 
-def raise_pending() -> None:
-    """Raise the first error a runtime callback recorded since the last call."""
+def _temp_dtype(element: str):
+    from fuser_mlir.runtime.cpu import numpy_dtype
+
+    return numpy_dtype("bfloat16") if element == "bf16" else np.dtype(_TEMP_DTYPE[element])
+
+
+def load_module(binary: bytes, device: int = 0) -> object:
+    """A CUmodule of ``binary`` (a cubin, or PTX the driver compiles), loaded
+    once per process and device: keyed by the binary's sha256."""
+    key = (device, hashlib.sha256(binary).hexdigest())
     with _lock:
-        if not _pending:
-            return
-        error, _pending[:] = _pending[0], []
-    raise error
+        module = _modules.get(key)
+        if module is None:
+            make_current(device)
+            data = binary if binary[:4] == b"\x7fELF" else binary + b"\0"  # PTX is NUL-terminated text
+            module = check(driver().cuModuleLoadData(data), "cuModuleLoadData")
+            _modules[key] = module
+    return module
 
 
-@_guard(None)
-def _module_load_jit(data: int, opt_level: int) -> int:
-    ensure_context()
-    module = check(driver().cuModuleLoadData(data), "cuModuleLoadData (PTX JIT)")
-    _modules[_handle(module)] = module
-    return _handle(module)
-
-
-@_guard(None)
-def _module_load(data: int, size: int) -> int:
-    return _module_load_jit(data, 0)
-
-
-def _handle(obj) -> int:
-    """The handle value of a cuda-python handle object (CUmodule, CUfunction);
-    ``getPtr()`` would be the address of the object's storage instead."""
-    return int(obj)
-
-
-@_guard(None)
-def _module_unload(module: int) -> None:
-    """A JIT engine's destructors unload its modules; forget their functions."""
-    loaded = _modules.pop(module, None)
-    for key in [k for k in _functions if k[0] == module]:
-        _function_by_handle.pop(_handle(_functions.pop(key)), None)
-    if loaded is not None:
-        check(driver().cuModuleUnload(loaded), "cuModuleUnload")
-
-
-@_guard(None)
-def _module_get_function(module: int, name: int) -> int:
-    if not module:
-        raise CudaError("mgpuModuleGetFunction: no module (its PTX failed to load)")
-    key = (module, ctypes.string_at(name))
+def _function(module: object, name: str) -> object:
+    key = (int(module), name)
     function = _functions.get(key)
     if function is None:
-        drv = driver()
-        function = check(drv.cuModuleGetFunction(drv.CUmodule(module), key[1]), f"cuModuleGetFunction({key[1].decode()})")
+        function = check(driver().cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
         _functions[key] = function
-        _function_by_handle[_handle(function)] = function
-    return _handle(function)
+    return function
 
 
-@_guard(None)
-def _launch_kernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, extra, count=0) -> None:
-    if not function:
-        raise CudaError("mgpuLaunchKernel: no kernel function (its module failed to load)")
-    drv = driver()
-    check(
-        drv.cuLaunchKernel(_function_by_handle.get(function) or drv.CUfunction(function), gx, gy, gz, bx, by, bz, smem, drv.CUstream(stream or 0), params, 0),
-        f"cuLaunchKernel(grid=({gx}, {gy}, {gz}), block=({bx}, {by}, {bz}))",
-    )
+class _Launch:
+    """One kernel launch with its parameter buffer: one 8-byte slot per
+    kernel parameter, and the ``void*`` array pointing at the slots."""
+
+    def __init__(self, launch: KernelLaunch, function: object, arg_kinds: list[ArgKind], temp_ranks: list[int]):
+        self.launch = launch
+        self.function = function
+        self.fillers = []
+        count = 0
+        for binding in launch.args:
+            kind = binding[0]
+            if kind == "arg" and not arg_kinds[binding[1]].is_tensor:
+                self.fillers.append((binding, count, _scalar_format(arg_kinds[binding[1]].dtype)))
+                count += 1
+                continue
+            if kind == "arg":
+                rank = arg_kinds[binding[1]].rank
+            elif kind == "temp":
+                rank = temp_ranks[binding[1]]
+            else:
+                rank = len(binding[2])
+            self.fillers.append((binding, count, rank))
+            count += 3 + 2 * rank
+        self.count = count
+        self.slots = (ctypes.c_int64 * max(1, count))()
+        base = ctypes.addressof(self.slots)
+        self.pointers = (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
+
+    def pack(self, args, temps) -> None:
+        slots = self.slots
+        for binding, at, how in self.fillers:
+            kind = binding[0]
+            if kind == "arg" and isinstance(how, str):
+                slots[at] = _scalar_bits(how, args[binding[1]])
+                continue
+            if kind == "view":
+                array = temps[binding[1]]
+                shape = binding[3]
+                strides = _contiguous(shape)
+            else:
+                array = args[binding[1]] if kind == "arg" else temps[binding[1]]
+                shape = array.shape
+                itemsize = array.itemsize
+                strides = [s // itemsize for s in array.strides]
+            pointer = array.ptr
+            rank = len(shape)
+            slots[at] = pointer
+            slots[at + 1] = pointer
+            slots[at + 2] = 0
+            slots[at + 3 : at + 3 + rank] = list(shape)
+            slots[at + 3 + rank : at + 3 + 2 * rank] = list(strides)
 
 
-def _stream_create() -> int:
-    return current_stream()
+def _contiguous(shape) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return strides[::-1]
 
 
-def _stream_nothing(stream: int) -> None:
-    """Launches stay asynchronous and ordered on the call's stream."""
+def _scalar_format(dtype: str) -> str:
+    return {"float32": "f", "float64": "d", "int32": "i", "int64": "q", "bool": "?", "float16": "e", "bfloat16": "bf16"}[dtype]
 
 
-@_guard(None)
-def _mem_alloc(size: int, stream: int) -> int:
-    """Stream-ordered: the buffer is usable by work queued after this point."""
-    drv = driver()
-    return int(check(drv.cuMemAllocAsync(max(1, size), drv.CUstream(stream or 0)), f"cuMemAllocAsync({size} bytes)"))
+def _scalar_bits(fmt: str, value) -> int:
+    """``value`` as the bits of its kernel parameter, in the low bytes of a slot."""
+    if fmt == "bf16":
+        from fuser_mlir.runtime.cpu import numpy_dtype
+
+        return int(np.asarray(value, dtype=numpy_dtype("bfloat16")).view(np.uint16))
+    raw = struct.pack("<" + fmt, value if fmt != "?" else bool(value))
+    return int.from_bytes(raw, "little", signed=False) if len(raw) < 8 else struct.unpack("<q", raw)[0]
 
 
-@_guard(None)
-def _mem_free(ptr: int, stream: int) -> None:
-    """Stream-ordered: freed once the work queued before it has finished."""
-    if ptr:
+class CudaSegment:
+    """One segment's kernels, called as ``segment(*args)`` with device-array
+    views (and Python scalars) in the segment's argument order: allocates the
+    program's temporaries (stream-ordered), launches every kernel on the
+    current stream (:func:`use_stream`) and frees the temporaries after them."""
+
+    def __init__(self, name: str, program: SegmentProgram, module: object, arg_kinds: list[ArgKind], device: int):
+        self.name = name
+        self.program = program
+        self.device = device
+        self.arg_kinds = arg_kinds
+        self.temp_dtypes = [_temp_dtype(t.dtype) for t in program.temps]
+        self.launches = []
+        for launch in program.launches:
+            bindings = [list(b) for b in launch.args]
+            for b in bindings:
+                if b[0] == "view":
+                    b.append(None)  # the evaluated shape goes here, per call
+            launch = KernelLaunch(launch.kernel, launch.grid, launch.block, bindings, launch.shared_bytes)
+            function = _function(module, launch.kernel) if module is not None else None
+            self.launches.append(_Launch(launch, function, arg_kinds, [len(t.shape) for t in program.temps]))
+
+    def __call__(self, *args) -> None:
+        shapes = [getattr(a, "shape", ()) for a in args]
+        stream = current_stream()
+        temps = [
+            DeviceArray.empty([evaluate(e, shapes, args) for e in temp.shape], dtype, self.device, stream=stream)
+            for temp, dtype in zip(self.program.temps, self.temp_dtypes)
+        ]
         drv = driver()
-        check(drv.cuMemFreeAsync(ptr, drv.CUstream(stream or 0)), "cuMemFreeAsync")
+        for launch in self.launches:
+            spec = launch.launch
+            grid = [evaluate(e, shapes, args) for e in spec.grid]
+            if min(grid) <= 0:
+                continue
+            for binding, _, _ in launch.fillers:
+                if binding[0] == "view":
+                    binding[3] = [evaluate(e, shapes, args) for e in binding[2]]
+            launch.pack(args, temps)
+            bx, by, bz = spec.block
+            check(
+                drv.cuLaunchKernel(launch.function, *grid, bx, by, bz, spec.shared_bytes, stream, ctypes.addressof(launch.pointers), 0),
+                f"cuLaunchKernel({spec.kernel}, grid={tuple(grid)}, block={tuple(spec.block)})",
+            )
+        del temps  # freed in stream order, after the launches above
 
 
-_P, _I32, _I64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
-_SIGNATURES = {
-    "mgpuModuleLoadJIT": (ctypes.CFUNCTYPE(_P, _P, _I32), _module_load_jit),
-    "mgpuModuleLoad": (ctypes.CFUNCTYPE(_P, _P, _I64), _module_load),
-    "mgpuModuleUnload": (ctypes.CFUNCTYPE(None, _P), _module_unload),
-    "mgpuModuleGetFunction": (ctypes.CFUNCTYPE(_P, _P, _P), _module_get_function),
-    "mgpuLaunchKernel": (
-        ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I64, _I64, _I64, _I32, _P, _P, _P, _I64),
-        _launch_kernel,
-    ),
-    "mgpuStreamCreate": (ctypes.CFUNCTYPE(_P), _stream_create),
-    "mgpuStreamSynchronize": (ctypes.CFUNCTYPE(None, _P), _stream_nothing),
-    "mgpuStreamDestroy": (ctypes.CFUNCTYPE(None, _P), _stream_nothing),
-    "mgpuMemAlloc": (ctypes.CFUNCTYPE(_P, ctypes.c_uint64, _P), _mem_alloc),
-    "mgpuMemFree": (ctypes.CFUNCTYPE(None, _P, _P), _mem_free),
-}
+def load_program(ptx: str, cubin: bytes | None, arch: str, programs: dict, arg_kinds: dict, *, device: int = 0) -> dict[str, CudaSegment]:
+    """Load a fusion's kernels on ``device``: the cubin when it was built for
+    the device's architecture, else the PTX (compiled by the driver)."""
+    major, minor = compute_capability(device)
+    binary = cubin if cubin is not None and arch == f"sm_{major}{minor}" else ptx.encode()
+    module = load_module(binary, device)
+    return {name: CudaSegment(name, programs[name], module, arg_kinds[name], device) for name in programs}
 
 
-@functools.cache
-def mgpu_symbols() -> dict[str, int]:
-    """Name -> address of each MLIR GPU runtime function this module implements.
-    The ctypes callback objects live as long as the process (cached)."""
-    callbacks = {name: prototype(fn) for name, (prototype, fn) in _SIGNATURES.items()}
-    mgpu_symbols.callbacks = callbacks  # keep them alive
-    return {name: ctypes.cast(cb, ctypes.c_void_p).value for name, cb in callbacks.items()}
+def load_kernels(spec: dict, read, device: str) -> dict[str, CudaSegment]:
+    """The segments of a CUDA kernel image (see
+    :meth:`fuser_mlir.lowering.gpu.GpuProgram.image`); ``read(path)`` returns
+    the verified bytes of an image file."""
+    _, _, index = device.partition(":")
+    ordinal = int(index or 0)
+    major, minor = compute_capability(ordinal)
+    here = f"sm_{major}{minor}"
+    cubin_path = spec.get("cubin", {}).get(here)
+    cubin = read(cubin_path) if cubin_path else None
+    ptx = read(spec["ptx"]).decode()
+    programs = {name: SegmentProgram.from_dict(s["program"]) for name, s in spec["segments"].items()}
+    kinds = {name: [ArgKind(dtype, rank) for dtype, rank in s["args"]] for name, s in spec["segments"].items()}
+    return load_program(ptx, cubin, here if cubin is not None else spec["arch"], programs, kinds, device=ordinal)
 
 
 # -- running a launch plan on the GPU ----------------------------------------------------
-
-
-def checked_kernel(kernel):
-    """``kernel`` (a segment's JIT-compiled host code) followed by
-    :func:`raise_pending`, so a failed launch raises where it happened."""
-
-    def run(*args):
-        kernel(*args)
-        raise_pending()
-
-    return run
 
 
 def execute_plan(plan, kernels: dict, args, given: dict, stats, *, device: int = 0, torch_outputs: bool = False) -> list:

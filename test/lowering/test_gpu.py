@@ -1,15 +1,17 @@
-"""GPU lowering without a GPU: segments become PTX that ptxas accepts, and a
-host program that the JIT links against the CUDA runtime callbacks."""
+"""GPU lowering without a GPU: segments become kernels chosen by the
+schedulers, PTX that ptxas accepts, and launch programs (plain data)."""
 
+import json
+import re
 import shutil
-import subprocess
 
 import pytest
 
 from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
-from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu, ptx_of
+from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu
+from fuser_mlir.runtime.launch import SegmentProgram, evaluate
 from fuser_mlir.pipeline import run_pipeline
 
 
@@ -43,54 +45,94 @@ def mixed_math():
 CASES = {"softmax_bf16": softmax_bf16, "mixed_math": mixed_math}
 
 
-def test_math_without_libdevice_is_a_clear_error(monkeypatch, tmp_path):
+def sums(dims):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=dims))
+    return fd
+
+
+CASES = {"softmax_bf16": softmax_bf16, "mixed_math": mixed_math}
+
+
+def needs_libdevice():
+    if config.libdevice_path() is None:
+        pytest.skip("no libdevice here (no CUDA toolkit); the error case is tested above")
+
+
+def test_math_without_libdevice_is_a_clear_error(monkeypatch):
     monkeypatch.setattr("fuser_mlir.lowering.gpu.config.libdevice_path", lambda: None)
     context, module = outlined(mixed_math())
     with context, ir.Location.unknown(), pytest.raises(CompileError, match=r"the kernels call libdevice math functions \(__nv_erff, .*\), but libdevice was not found"):
-        lower_to_gpu(module, "sm_90")
+        compile_gpu(module, arch="sm_90", load=False)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_segments_lower_to_ptx_that_ptxas_accepts(case, tmp_path):
-    if config.libdevice_path() is None:
-        pytest.skip("no libdevice here (no CUDA toolkit); the error case is tested above")
+def test_segments_lower_to_ptx_that_ptxas_accepts(case):
+    needs_libdevice()
     context, module = outlined(CASES[case]())
     with context, ir.Location.unknown():
-        lowered, kinds, arch = lower_to_gpu(module, "sm_90")
-        ptx = ptx_of(lowered)
-    assert arch == "sm_90" and kinds
-    assert ptx, "no gpu.binary in the lowered module"
-    for name, text in ptx.items():
-        assert ".target sm_90" in text
-        assert ".entry" in text
-        assert ".extern .func" not in text, f"{name} calls a function that is not linked in (libdevice missing?)"
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
-        return
-    for name, text in ptx.items():
-        path = tmp_path / f"{name}.ptx"
-        path.write_text(text)
-        result = subprocess.run([ptxas, "-arch=sm_90", str(path), "-o", str(tmp_path / f"{name}.cubin")], capture_output=True, text=True)
-        assert result.returncode == 0, f"ptxas rejected {name}: {result.stderr}"
+        program = compile_gpu(module, arch="sm_90", load=False)
+    assert ".target sm_90" in program.ptx and ".entry" in program.ptx
+    assert ".extern .func" not in program.ptx, "a function is not linked in (libdevice missing?)"
+    launched = {launch.kernel for p in program.programs.values() for launch in p.launches}
+    assert launched == set(re.findall(r"\.entry (\w+)\(", program.ptx))
+    if shutil.which("ptxas"):  # compile_gpu ran ptxas on the PTX; a rejection raises
+        assert program.cubin[:4] == b"\x7fELF"
+    else:
+        assert program.cubin is None
 
 
-def test_host_code_links_against_the_runtime_callbacks_without_a_gpu():
-    context, module = outlined(softmax_bf16())
+def schedule(fd):
+    context, module = outlined(fd)
     with context, ir.Location.unknown():
-        program = compile_gpu(module, arch="sm_90")
-    assert sorted(program.kernels) == [f"fusion_seg{i}" for i in range(len(program.kernels))]
-    # intermediates inside a segment are stream-ordered device allocations
-    assert "gpu.binary" in program.ptx_module
+        scheduled = lower_to_gpu(module)
+        return str(scheduled.module), scheduled.programs
 
 
-def test_loop_nests_are_collapsed_to_one_dimensional_grids():
-    context, module = outlined(mixed_math())
-    with context, ir.Location.unknown():
-        lowered, _, _ = lower_to_gpu(module, "sm_90")
-        text = str(lowered)
-    launches = [line for line in text.splitlines() if "gpu.launch_func" in line]
-    assert launches
-    for line in launches:
-        blocks = line.split("blocks in (")[1].split(")")[0].split(", ")
-        threads = line.split("threads in (")[1].split(")")[0].split(", ")
-        assert blocks[1] == blocks[2] == threads[1] == threads[2], line  # y and z are 1
+def test_inner_reduction_is_one_block_per_row_with_an_all_reduce():
+    text, programs = schedule(sums([2]))
+    (program,) = programs.values()
+    (launch,) = program.launches  # the fill is folded into the kernel
+    assert not program.temps
+    assert re.search(r"gpu.all_reduce +add", text) and "gpu.block_id  x" in text
+    # a block per row: rows = d0 * d1 of the input
+    assert evaluate(launch.grid[0], [(3, 5, 7), (3, 5)], []) == 15
+    assert launch.block == [256, 1, 1]
+
+
+def test_outer_reduction_splits_rows_into_partials_then_combines_them():
+    text, programs = schedule(sums([0]))
+    (program,) = programs.values()
+    assert [len(t.shape) for t in program.temps] == [2]
+    first, second = program.launches
+    shapes = [(100000, 4, 8), (4, 8)]
+    splits = evaluate(program.temps[0].shape[0], shapes, [])
+    assert evaluate(program.temps[0].shape[1], shapes, []) == 32
+    assert 1 < splits <= 100000 // 32 and evaluate(first.grid[1], shapes, []) == splits
+    assert first.args[-1] == ["temp", 0] and second.args[-1] == ["arg", 1]
+    assert "gpu.all_reduce" not in text
+    assert evaluate(program.temps[0].shape[0], [(0, 4, 8), (4, 8)], []) == 1  # empty reductions still write the identity
+
+
+def test_reductions_of_non_adjacent_dims_run_one_thread_per_output():
+    _, programs = schedule(sums([0, 2]))
+    (program,) = programs.values()
+    fill, reduction = program.launches  # the serial scheme reads its initial value from the filled output
+    assert fill.args == [["arg", 1]] and ["arg", 0] in reduction.args
+
+
+def test_launch_programs_round_trip_through_json():
+    _, programs = schedule(softmax_bf16())
+    for program in programs.values():
+        again = SegmentProgram.from_dict(json.loads(json.dumps(program.to_dict())))
+        assert again == program
+        assert again.describe() == program.describe()
+
+
+def test_formulas():
+    shapes = [(6, 10), ()]
+    assert evaluate(["ceildiv", ["argdim", 0, 1], ["const", 4]], shapes, [None, 3]) == 3
+    assert evaluate(["min", ["mul", ["argdim", 0, 0], ["arg", 1]], ["const", 7]], shapes, [None, 3]) == 7
+    assert evaluate(["div", ["const", 7], ["const", 2]], shapes, []) == 3
+    assert evaluate(["max", ["sub", ["const", 1], ["const", 2]], ["const", 0]], shapes, []) == 0

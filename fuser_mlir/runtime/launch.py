@@ -1,0 +1,115 @@
+"""GPU launch programs: how the host runs one segment's kernels, as data.
+
+A :class:`SegmentProgram` is what the GPU schedulers
+(:mod:`fuser_mlir.lowering.gpu_schedule`) leave for the host: the temporary
+buffers of the segment and its kernel launches, in order. It is JSON-able, so
+an artifact carries it, and :mod:`fuser_mlir.runtime.cuda` runs it with the
+CUDA driver alone (no MLIR, no compiled host code).
+
+Formulas (grid sizes, temporary shapes) are small expression trees over the
+segment's arguments: ``["const", n]``, ``["argdim", k, d]`` (size of dim ``d``
+of argument ``k``), ``["arg", k]`` (the value of scalar argument ``k``) and
+``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv min max`` (``div``
+rounds down).
+
+Bindings say what a kernel argument is: ``["arg", k]`` (argument ``k`` of the
+segment), ``["temp", j]`` (temporary ``j``) or ``["view", j, shape]``
+(temporary ``j`` seen with another, contiguous shape: a reshape).
+
+Kernel parameters follow MLIR's lowering of ``gpu.func`` arguments: a memref of
+rank ``r`` is ``3 + 2r`` 64-bit parameters (allocated pointer, aligned pointer,
+offset, sizes, strides in elements), a scalar is one parameter of its type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+_BINARY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "ceildiv": lambda a, b: -(-a // b),
+    "min": min,
+    "max": max,
+}
+
+
+def evaluate(expr: list, shapes: Sequence[Sequence[int]], scalars: Sequence[object]) -> int:
+    """The value of a formula for arguments of ``shapes`` (``scalars[k]`` is
+    argument ``k`` itself, for scalar arguments)."""
+    kind = expr[0]
+    if kind == "const":
+        return int(expr[1])
+    if kind == "argdim":
+        return int(shapes[expr[1]][expr[2]])
+    if kind == "arg":
+        return int(scalars[expr[1]])
+    return int(_BINARY[kind](evaluate(expr[1], shapes, scalars), evaluate(expr[2], shapes, scalars)))
+
+
+def describe(expr: list) -> str:
+    """``ceildiv(arg0.d1, 256)``: a formula in words."""
+    kind = expr[0]
+    if kind == "const":
+        return str(expr[1])
+    if kind == "argdim":
+        return f"arg{expr[1]}.d{expr[2]}"
+    if kind == "arg":
+        return f"arg{expr[1]}"
+    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//"}.get(kind)
+    if symbol:
+        return f"({describe(expr[1])} {symbol} {describe(expr[2])})"
+    return f"{kind}({describe(expr[1])}, {describe(expr[2])})"
+
+
+@dataclass
+class Temp:
+    """A buffer the runtime allocates for the duration of one segment call."""
+
+    dtype: str  # element type as in the IR (f32, bf16, i8, ...)
+    shape: list[list]  # one formula per dim
+
+
+@dataclass
+class KernelLaunch:
+    kernel: str  # the gpu.func's name in the fusion's kernel module
+    grid: list[list]  # three formulas
+    block: list[int]  # three sizes
+    args: list[list]  # one binding per kernel argument
+    shared_bytes: int = 0
+
+
+@dataclass
+class SegmentProgram:
+    temps: list[Temp] = field(default_factory=list)
+    launches: list[KernelLaunch] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "SegmentProgram":
+        return cls(
+            temps=[Temp(**t) for t in raw["temps"]],
+            launches=[KernelLaunch(**launch) for launch in raw["launches"]],
+        )
+
+    def describe(self) -> str:
+        lines = []
+        for j, temp in enumerate(self.temps):
+            lines.append(f"temp{j}: {temp.dtype}[{', '.join(describe(e) for e in temp.shape)}]")
+        for launch in self.launches:
+            grid = ", ".join(describe(e) for e in launch.grid)
+            args = ", ".join(_binding_text(b) for b in launch.args)
+            lines.append(f"{launch.kernel}<<<({grid}), {tuple(launch.block)}>>>({args})")
+        return "\n".join(lines)
+
+
+def _binding_text(binding: list) -> str:
+    if binding[0] == "view":
+        return f"temp{binding[1]} as [{', '.join(describe(e) for e in binding[2])}]"
+    return f"{binding[0]}{binding[1]}"

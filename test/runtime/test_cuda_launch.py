@@ -1,0 +1,46 @@
+"""Kernel parameters of GPU launches, packed without a GPU: memref
+descriptors as MLIR's gpu.func lowering expects them, scalars in the low
+bytes of their slot."""
+
+import struct
+
+import numpy as np
+
+from fuser_mlir.runtime.arrays import DeviceArray
+from fuser_mlir.runtime.cpu import ArgKind
+from fuser_mlir.runtime.cuda import CudaSegment
+from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, Temp
+
+
+def program():
+    return SegmentProgram(
+        temps=[Temp("f32", [["argdim", 0, 0], ["const", 4]]), Temp("i8", [["const", 6]])],
+        launches=[
+            KernelLaunch("k0", [["const", 1]] * 3, [256, 1, 1], [["arg", 0], ["arg", 1], ["temp", 0], ["arg", 2]]),
+            KernelLaunch("k1", [["const", 1]] * 3, [256, 1, 1], [["view", 1, [["const", 2], ["const", 3]]], ["arg", 3]]),
+        ],
+    )
+
+
+def test_memref_descriptors_and_scalars_fill_one_slot_each():
+    kinds = [ArgKind.tensor("float32", 2), ArgKind.scalar("float32"), ArgKind.scalar("float64"), ArgKind.scalar("bfloat16")]
+    segment = CudaSegment("seg", program(), None, kinds, device=0)
+    first, second = segment.launches
+    x = DeviceArray(0x1000, (5, 3), (4, 20), np.float32)  # transposed: strides 1 and 5 elements
+    temp = DeviceArray(0x2000, (5, 4), (16, 4), np.float32)
+    first.pack([x, 1.5, -2.25, 1.0], [temp, None])
+    assert first.count == (3 + 4) + 1 + (3 + 4) + 1
+    assert list(first.slots[:7]) == [0x1000, 0x1000, 0, 5, 3, 1, 5]
+    assert struct.pack("<q", first.slots[7])[:4] == struct.pack("<f", 1.5)
+    assert list(first.slots[8:15]) == [0x2000, 0x2000, 0, 5, 4, 4, 1]
+    assert struct.pack("<q", first.slots[15]) == struct.pack("<d", -2.25)
+    # the parameter array points at consecutive 8-byte slots
+    assert [p - first.pointers[0] for p in first.pointers] == [8 * i for i in range(first.count)]
+
+    byte_temp = DeviceArray(0x3000, (6,), (1,), np.int8)
+    for binding, _, _ in second.fillers:
+        if binding[0] == "view":
+            binding[3] = [2, 3]
+    second.pack([x, 1.5, -2.25, 1.0], [temp, byte_temp])
+    assert list(second.slots[:7]) == [0x3000, 0x3000, 0, 2, 3, 3, 1]  # a contiguous view of the temporary
+    assert second.slots[7] == 0x3F80  # bfloat16 1.0

@@ -243,10 +243,11 @@ class FusionExecutorCache:
     """
 
     def __init__(self, fusion, *, device: str | None = None, hazard_policy: str = "auto"):
-        from fuser_mlir.passes.resolve_alias_hazards import POLICIES
+        if hazard_policy != "auto":  # the default needs no check (and no MLIR import: loaded artifacts)
+            from fuser_mlir.passes.resolve_alias_hazards import POLICIES
 
-        if hazard_policy not in POLICIES:
-            raise InputError(f"hazard_policy must be one of {', '.join(POLICIES)}, got {hazard_policy!r}")
+            if hazard_policy not in POLICIES:
+                raise InputError(f"hazard_policy must be one of {', '.join(POLICIES)}, got {hazard_policy!r}")
         self.fusion = fusion
         self.device = None if device is None else parse_device(device)
         self.hazard_policy = hazard_policy
@@ -260,7 +261,8 @@ class FusionExecutorCache:
         """The executor of a loaded artifact: it validates arguments against the
         artifact's signature exactly as for a definition, and runs the artifact
         for its one key (an InputError names what differs otherwise)."""
-        executor = cls(loaded.signature, device=loaded.device, hazard_policy=loaded.hazard_policy)
+        executor = cls(loaded.signature, device=loaded.device)
+        executor.hazard_policy = loaded.hazard_policy
         executor._loaded = loaded
         executor._compiled[loaded.key] = loaded
         return executor

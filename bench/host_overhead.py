@@ -1,0 +1,187 @@
+"""Host overhead of a cache-hit ``fd.execute``: microseconds per call.
+
+    python bench/host_overhead.py [--calls 10000] [--batches 7] [--json out.json] [--profile CASE]
+
+Cases: a 1-op add (one kernel) and a 3-segment chain (three kernels, cut with
+``segment_set``), on 8 float32 elements, so the kernels themselves cost next
+to nothing and the number is the Python/ctypes path around them (argument
+checks, cache key, launch plan, argument packing). Each case runs on the CPU
+with NumPy arrays and, where torch and a CUDA GPU are present, on the GPU
+with torch tensors (GPU rows: the launches are asynchronous, so CPU time is
+the host cost; the stream is synchronised once per batch).
+
+Per case: after a warm-up (the compile and a few hits), ``--batches``
+batches of ``--calls`` back-to-back calls, each timed with
+``time.process_time_ns`` (CPU time of this process) and
+``time.perf_counter_ns`` (wall); the table shows the median batch per call.
+``--profile CASE`` runs cProfile over one batch of that case instead and
+prints the top functions.
+
+The issue 9 target is <= 10 us CPU time per call for the one-kernel case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuser_mlir import DataType, FusionDefinition  # noqa: E402
+
+
+def one_op():
+    with FusionDefinition(name="add1") as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x + y)
+    return fd, 2
+
+
+def three_segments():
+    with FusionDefinition(name="seg3") as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        t = fd.ops.segment_set(x + y)
+        t = fd.ops.segment_set(fd.ops.exp(t))
+        fd.add_output(t * y)
+    return fd, 2
+
+
+CASES = {"1-op": one_op, "3-segment": three_segments}
+N = 8
+
+
+def gpu_available() -> tuple[bool, str]:
+    """Whether the GPU rows can run here, and why not."""
+    try:
+        import torch
+    except ImportError:
+        return False, "torch is not installed"
+    if not torch.cuda.is_available():
+        return False, "torch sees no CUDA GPU"
+    from fuser_mlir.runtime import cuda
+
+    if not cuda.available():
+        return False, "cuda-bindings is not usable"
+    return True, torch.cuda.get_device_name()
+
+
+def make_inputs(count: int, device: str) -> list:
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(N).astype(np.float32) for _ in range(count)]
+    if device == "cpu":
+        return arrays
+    import torch
+
+    return [torch.as_tensor(a, device="cuda") for a in arrays]
+
+
+def synchronize(device: str) -> None:
+    if device != "cpu":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def time_batches(fd, inputs, device: str, calls: int, batches: int) -> dict:
+    execute = fd.execute
+    for _ in range(100):
+        execute(inputs)
+    synchronize(device)
+    cpu, wall = [], []
+    for _ in range(batches):
+        c0, w0 = time.process_time_ns(), time.perf_counter_ns()
+        for _ in range(calls):
+            execute(inputs)
+        synchronize(device)
+        c1, w1 = time.process_time_ns(), time.perf_counter_ns()
+        cpu.append((c1 - c0) / calls / 1000)
+        wall.append((w1 - w0) / calls / 1000)
+    return {"cpu_us": statistics.median(cpu), "wall_us": statistics.median(wall), "cpu_us_min": min(cpu), "wall_us_min": min(wall)}
+
+
+def check_once(fd, inputs, device: str) -> None:
+    """A wrong result makes a timing meaningless: compare one call with NumPy."""
+    (out,) = fd.execute(inputs)
+    host = [np.asarray(x.cpu()) if device != "cpu" else x for x in inputs]
+    got = np.asarray(out.cpu()) if device != "cpu" else out
+    x, y = (h.astype(np.float64) for h in host)
+    expected = x + y if fd.name == "add1" else np.exp(x + y) * y
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def profile(case: str, device: str, calls: int) -> None:
+    fd, count = CASES[case]()
+    inputs = make_inputs(count, device)
+    for _ in range(100):
+        fd.execute(inputs)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fd.execute(inputs)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=10000, help="calls per batch (default 10000)")
+    parser.add_argument("--batches", type=int, default=7, help="batches; the median is reported (default 7)")
+    parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    parser.add_argument("--profile", choices=sorted(CASES), help="cProfile one batch of this case (CPU) instead")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device for --profile")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.profile, args.device, args.calls)
+        return 0
+    gpu, why = gpu_available()
+    devices = ["cpu"] + (["cuda"] if gpu else [])
+    rows = []
+    print(f"cache-hit fd.execute, {N} float32 elements, median of {args.batches} batches x {args.calls} calls")
+    print(f"{'case':<12} {'device':<6} {'cpu us/call':>12} {'wall us/call':>13}")
+    for device in devices:
+        for case, build in CASES.items():
+            fd, count = build()
+            inputs = make_inputs(count, device)
+            check_once(fd, inputs, device)
+            row = {"case": case, "device": device, **time_batches(fd, inputs, device, args.calls, args.batches)}
+            rows.append(row)
+            print(f"{case:<12} {device:<6} {row['cpu_us']:>12.2f} {row['wall_us']:>13.2f}")
+    if not gpu:
+        print(f"GPU rows skipped: {why}")
+    if args.json is not None:
+        result = {
+            "commit": commit(),
+            "python": platform.python_version(),
+            "machine": platform.processor() or platform.machine(),
+            "gpu": why if gpu else None,
+            "calls": args.calls,
+            "batches": args.batches,
+            "rows": rows,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

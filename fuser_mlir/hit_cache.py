@@ -1,0 +1,164 @@
+"""HitCache: the cache-hit path of FusionExecutorCache, in a few microseconds.
+
+A full validation (:func:`fuser_mlir.executor.validate_inputs`,
+:func:`fuser_mlir.outputs.validate_outputs`) and the cache key
+(:meth:`FusionExecutorCache.key`) walk the definition's specs, size classes
+and reshape checks and derive stride orders, contiguity and alignment
+classes: tens of microseconds per call. But every one of those checks, and
+the key itself, is a function of a few raw properties of each tensor
+argument: its type, dtype, shape, byte strides and data address modulo 16
+(the alignment class). So a call whose tensors have the same raw properties
+as an earlier call that passed the full validation passes it again, with the
+same key: the *raw signature* (one tuple, built in one pass) maps straight to
+that call's CompiledFusion.
+
+What a hit still checks per call, because the raw signature does not fix it:
+scalar inputs (converted, and checked by the same function as a full
+validation when they are not plain Python numbers), whether each given output
+is writable, whether a given output is its in-place input itself (which
+decides whether it is a separate destination), and overlaps of given outputs
+with inputs and with each other. Anything unusual (another array type, a
+read-only output, an alias decision that differs from the remembered one) is
+a miss: the caller runs the full path, which raises the usual error or
+remembers the new signature.
+
+Only NumPy arguments on the CPU take this path; CUDA arguments (torch tensors,
+DeviceArrays) go through the full path (their conversion to device views is
+most of their cost; see issue 9's note). Entries are few and bounded: when
+``limit`` raw signatures are remembered (shapes change often), the table
+starts over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fuser_mlir.runtime.cpu import data_pointer
+
+#: Python number types a scalar input of each dtype class takes as they are.
+_FLOAT_TYPES = (float, int, bool)
+_INT_TYPES = (int, bool)
+
+
+@dataclass(frozen=True)
+class HitEntry:
+    """What a raw signature resolves to: the compiled fusion, and the layout
+    of the given outputs it was compiled for."""
+
+    compiled: object  # CompiledFusion
+    #: (visible output index, declared alias input or None, given as a separate
+    #: destination) for each output the caller passed a buffer for
+    outputs: tuple[tuple[int, int | None, bool], ...]
+
+
+class HitCache:
+    """Raw argument signature -> :class:`HitEntry` (see the module docstring)."""
+
+    def __init__(self, fusion, *, limit: int = 64):
+        self.fusion = fusion
+        self.limit = limit
+        self._entries: dict[tuple, HitEntry] = {}
+        specs = fusion.inputs
+        self._num_inputs = len(specs)
+        self._tensor_inputs = tuple(i for i, s in enumerate(specs) if s.kind == "tensor")
+        self._scalar_inputs = tuple((i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES) for i, s in enumerate(specs) if s.kind != "tensor")
+        self._visible = None  # visible output specs, on first use
+
+    # -- the raw signature ------------------------------------------------------
+
+    def signature(self, inputs: Sequence[object], outputs) -> tuple | None:
+        """The raw signature of a call, or None when it cannot take the hit
+        path (not a list of the right length, or a tensor argument that is
+        not a NumPy array)."""
+        if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != self._num_inputs:
+            return None
+        ndarray = np.ndarray
+        pointer = data_pointer
+        key = []
+        for i in self._tensor_inputs:
+            a = inputs[i]
+            if type(a) is not ndarray:
+                return None
+            key += (a.dtype, a.shape, a.strides, pointer(a) & 15)
+        if outputs is None:
+            return tuple(key)
+        if type(outputs) is not list and type(outputs) is not tuple:
+            return None
+        key.append(len(outputs))
+        for buf in outputs:
+            if buf is None:
+                key.append(None)
+                continue
+            if type(buf) is not ndarray:
+                return None
+            key += (buf.dtype, buf.shape, buf.strides, pointer(buf) & 15)
+        return tuple(key)
+
+    # -- lookup ------------------------------------------------------------------
+
+    def lookup(self, inputs: Sequence[object], outputs):
+        """``(compiled, args, given)`` as the full path would return them, or
+        None (a miss: run the full path)."""
+        signature = self.signature(inputs, outputs)
+        if signature is None:
+            return None
+        entry = self._entries.get(signature)
+        if entry is None:
+            return None
+        args = self._scalars(inputs) if self._scalar_inputs else inputs
+        if not entry.outputs:
+            return entry.compiled, args, {}
+        given = self._given(entry, args, outputs)
+        if given is None:
+            return None
+        return entry.compiled, args, given
+
+    def _scalars(self, inputs: Sequence[object]) -> list:
+        from fuser_mlir.executor import _check_scalar
+
+        args = list(inputs)
+        for i, spec, fast in self._scalar_inputs:
+            value = args[i]
+            if type(value) in fast:
+                args[i] = float(value) if fast is _FLOAT_TYPES else (bool(value) if spec.dtype.name == "Bool" else int(value))
+            else:
+                args[i] = _check_scalar(spec, i, value)  # the full path's conversion and message
+        return args
+
+    def _given(self, entry: HitEntry, args: Sequence[object], outputs) -> dict | None:
+        from fuser_mlir.outputs import _check_overlaps, same_memory
+
+        given = {}
+        for index, alias, separate in entry.outputs:
+            buf = outputs[index]
+            if not buf.flags.writeable:
+                return None
+            if alias is not None and same_memory(buf, args[alias]) == separate:
+                return None
+            if separate:
+                given[index] = buf
+        _check_overlaps(self._visible, args, given)
+        return given
+
+    # -- remembering ----------------------------------------------------------------
+
+    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object]) -> None:
+        """Record a call that passed the full validation and ran ``compiled``."""
+        if compiled.device != "cpu":
+            return
+        signature = self.signature(inputs, outputs)
+        if signature is None:
+            return
+        if self._visible is None:
+            from fuser_mlir.outputs import visible_outputs
+
+            self._visible = visible_outputs(self.fusion)
+        layout = tuple(
+            (index, self._visible[index].alias_input, index in given) for index, buf in enumerate(outputs or ()) if buf is not None
+        )
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        self._entries[signature] = HitEntry(compiled, layout)

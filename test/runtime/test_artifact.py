@@ -1,0 +1,366 @@
+"""Compiled artifacts: export, load without MLIR, run like a fresh fusion,
+and every integrity check failing with a message that names it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fuser_mlir
+from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir.errors import ArtifactError, InputError
+from fuser_mlir.runtime.artifact import MANIFEST, LoadedFusion, read_artifact
+from reference import evaluate
+
+RNG = np.random.default_rng(8)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def softmax_fusion() -> FusionDefinition:
+    """Softmax from primitives, with a bias and a runtime scalar (several segments)."""
+    with FusionDefinition(name="softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        bias = fd.define_tensor(shape=[1, -1], dtype=DataType.Float)
+        scale = fd.define_scalar(dtype=DataType.Double)
+        t = (x + bias) * scale
+        e = fd.ops.exp(t - fd.ops.max(t, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    return fd
+
+
+def alias_fusion() -> FusionDefinition:
+    """A hidden in-place update, a given output and an allocated one."""
+    with FusionDefinition(name="alias") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[1], keepdim=True)
+        fd.add_output(x - s, x)
+        fd.add_output(s)
+        fd.add_output(fd.ops.tanh(x) * 2.0)
+    return fd
+
+
+def softmax_args(rows=5, cols=9):
+    return [rand(rows, cols), rand(1, cols), 0.7]
+
+
+@pytest.fixture(params=["dir", "fsn"])
+def exported(request, tmp_path):
+    """(fusion definition, path of its exported artifact) for the softmax."""
+    fd = softmax_fusion()
+    compiled = fd.compile(softmax_args())
+    path = tmp_path / ("softmax.fsn" if request.param == "fsn" else "softmax")
+    assert compiled.export(path) == str(path)
+    return fd, path
+
+
+def check_against_reference(fd, outs, inputs, originals, rtol=1e-5, atol=1e-6):
+    expected = evaluate(fd, originals)
+    visible = [e for e, o in zip(expected, fd.outputs) if o.visible]
+    assert len(outs) == len(visible)
+    for got, want in zip(outs, visible):
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
+    for spec, value, original in zip(fd.inputs, inputs, originals):
+        aliased = any(o.alias_input == spec.index for o in fd.outputs)
+        if spec.kind == "tensor" and not aliased:
+            np.testing.assert_array_equal(value, original)
+
+
+def test_a_loaded_artifact_matches_the_reference_on_new_sizes(exported):
+    fd, path = exported
+    loaded = fuser_mlir.load(path)
+    assert isinstance(loaded, LoadedFusion) and loaded.device == "cpu" and loaded.num_segments >= 2
+    for rows, cols in [(5, 9), (3, 130), (2, 2)]:
+        inputs = softmax_args(rows, cols)
+        originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+        (allocated,) = loaded.run(inputs)
+        check_against_reference(fd, [allocated], inputs, originals)
+    assert loaded.stats.hits == 3 and loaded.stats.compilations == 0
+
+
+def test_aliases_and_preallocated_outputs_through_a_loaded_artifact(tmp_path):
+    fd = alias_fusion()
+    example = [rand(4, 6)]
+    s_example = np.empty((4, 1), np.float32)
+    fd.compile(example, outputs=[s_example, None]).export(tmp_path / "alias.fsn")
+    loaded = fuser_mlir.load(tmp_path / "alias.fsn")
+    assert loaded.manifest["contract"]["aliases"] == [{"output": 0, "input": 0, "visible": False}]
+    assert loaded.manifest["contract"]["given_outputs"] == [True, False]
+    x = rand(7, 11)
+    x0 = x.copy()
+    s_buf = np.full((7, 1), np.nan, np.float32)
+    s_out, doubled = loaded.run([x], outputs=[s_buf, None])
+    assert s_out is s_buf
+    expected = evaluate(fd, [x0])
+    np.testing.assert_allclose(x, expected[0], rtol=1e-5, atol=1e-5)  # the in-place update landed in x
+    np.testing.assert_allclose(s_buf, expected[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(doubled, expected[2], rtol=1e-5, atol=1e-6)
+
+
+def test_a_loaded_artifact_validates_exactly_like_a_fresh_fusion(exported):
+    fd, path = exported
+    loaded = fuser_mlir.load(path)
+    x, bias, scale = softmax_args()
+    bad_calls = [
+        ([x.astype(np.float64), bias, scale], None),
+        ([x, bias], None),
+        ([x, rand(1, 4), scale], None),
+        ([x[0], bias, scale], None),
+        ([x, bias, scale], [np.empty((5, 8), np.float32)]),
+        ([x, bias, scale], [x]),
+    ]
+    for inputs, outputs in bad_calls:
+        with pytest.raises(InputError) as fresh:
+            fd.execute(inputs, outputs=outputs)
+        with pytest.raises(InputError) as from_artifact:
+            loaded.run(inputs, outputs=outputs)
+        assert str(from_artifact.value) == str(fresh.value)
+
+
+def test_arguments_of_another_signature_are_rejected_with_what_differs(exported):
+    _, path = exported
+    loaded = fuser_mlir.load(path)
+    x, bias, scale = softmax_args()
+    with pytest.raises(InputError, match=r"input 0 has stride order \(0, 1\), the artifact was compiled for \(1, 0\)"):
+        loaded.run([np.asfortranarray(x), bias, scale])
+    with pytest.raises(InputError, match=r"the call gives outputs \[0\], the artifact was compiled for given outputs \[\]"):
+        loaded.run([x, bias, scale], outputs=[np.empty_like(x)])
+
+
+def test_the_manifest_records_versions_signature_plan_and_checksums(exported):
+    _, path = exported
+    manifest, files = read_artifact(path)
+    assert manifest["format_version"] == 1 and manifest["backend"] == "cpu"
+    assert manifest["compiler_version"].startswith(fuser_mlir.__version__ + "+")
+    assert manifest["mlir_version"] == "22.1.8.4"
+    assert [s["shape"] for s in manifest["signature"]["inputs"]] == [[-1, -1], [1, -1], []]
+    assert manifest["executor_key"][0] == "cpu"
+    assert set(files) == set(manifest["files"]) and "kernels/cpu.so" in files and "ir/fuser.mlir" in files
+    assert '"fuser.exp"' in files["ir/fuser.mlir"].decode()
+    assert all(len(entry["sha256"]) == 64 for entry in manifest["files"].values())
+    assert manifest["plan"]["steps"] and manifest["target"]["machine"]
+
+
+MLIR_BLOCKER = """
+import sys
+class _NoMlir:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mlir" or name.startswith("mlir."):
+            raise ImportError("mlir is blocked in this process")
+        return None
+sys.meta_path.insert(0, _NoMlir())
+"""
+
+
+def test_loading_and_running_needs_no_mlir(exported):
+    fd, path = exported
+    inputs = softmax_args(3, 17)
+    np.save(path.parent / "x.npy", inputs[0])
+    np.save(path.parent / "bias.npy", inputs[1])
+    code = MLIR_BLOCKER + textwrap.dedent(
+        f"""
+        import numpy as np, fuser_mlir
+        try:
+            import mlir
+            raise SystemExit("the blocker does not block")
+        except ImportError:
+            pass
+        loaded = fuser_mlir.load({str(path)!r})
+        x, bias = np.load({str(path.parent / 'x.npy')!r}), np.load({str(path.parent / 'bias.npy')!r})
+        (out,) = loaded.run([x, bias, 0.7])
+        np.save({str(path.parent / 'out.npy')!r}, out)
+        assert not any(m == "mlir" or m.startswith("mlir.") for m in sys.modules)
+        print("ran without mlir")
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ran without mlir" in result.stdout
+    check_against_reference(fd, [np.load(path.parent / "out.npy")], inputs, inputs)
+
+
+# -- integrity checks ----------------------------------------------------------------
+
+
+def as_directory(path: Path, tmp_path: Path) -> Path:
+    """The artifact at ``path`` as a directory we may edit."""
+    if path.is_dir():
+        return path
+    target = tmp_path / "unzipped"
+    with zipfile.ZipFile(path) as z:
+        z.extractall(target)
+    return target
+
+
+def edit_manifest(directory: Path, change) -> None:
+    manifest = json.loads((directory / MANIFEST).read_text())
+    change(manifest)
+    (directory / MANIFEST).write_text(json.dumps(manifest))
+
+
+def expect_failure(path, check: str) -> None:
+    with pytest.raises(ArtifactError, match=check):
+        fuser_mlir.load(path)
+
+
+def test_a_wrong_format_version_is_refused(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: m.update(format_version=99))
+    expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads version 1")
+
+
+def test_a_directory_that_is_not_an_artifact_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    expect_failure(tmp_path / "empty", r"format check failed: .* without manifest.json")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / MANIFEST).write_text('{"format": "something else"}')
+    expect_failure(tmp_path / "other", r"format check failed: .* is not a fuser-mlir artifact")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / MANIFEST).write_text('{"format": ')
+    expect_failure(tmp_path / "broken", r"manifest check failed: .* is not valid JSON")
+    expect_failure(tmp_path / "missing.fsn", r"no artifact at .*missing.fsn")
+
+
+def test_a_corrupted_kernel_fails_its_sha256_check(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    library = directory / "kernels" / "cpu.so"
+    data = bytearray(library.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    library.write_bytes(bytes(data))
+    expect_failure(directory, r"sha256 check failed: .*kernels/cpu.so does not match")
+
+
+def test_a_truncated_kernel_fails_its_size_check(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    library = directory / "kernels" / "cpu.so"
+    library.write_bytes(library.read_bytes()[:1000])
+    expect_failure(directory, r"size check failed: .*kernels/cpu.so has 1000 bytes")
+
+
+def test_a_missing_file_fails_the_file_check(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    (directory / "ir" / "fuser.mlir").unlink()
+    expect_failure(directory, r"file check failed: .* lists ir/fuser.mlir, which cannot be read")
+
+
+def test_a_truncated_zip_fails_the_zip_check(tmp_path):
+    fd = softmax_fusion()
+    path = fd.compile(softmax_args()).export(tmp_path / "a.fsn")
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: len(data) // 2])
+    expect_failure(path, r"zip check failed: .* is not a readable .fsn zip file")
+
+
+def rezip(source: Path, target: Path, extra: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for info in old.infolist():
+            new.writestr(info, old.read(info))
+        for name, data in extra.items():
+            new.writestr(name, data)
+    return target
+
+
+@pytest.mark.parametrize("name", ["../evil.txt", "/tmp/evil.txt", "kernels/../../evil.txt", "kernels\\evil.txt", "./manifest.json"])
+def test_zip_entries_that_leave_the_artifact_are_refused(tmp_path, name):
+    fd = softmax_fusion()
+    path = Path(fd.compile(softmax_args()).export(tmp_path / "a.fsn"))
+    bad = rezip(path, tmp_path / "bad.fsn", {name: b"x"})
+    expect_failure(bad, r"entry path check failed: .* absolute or leaves the artifact")
+    assert not (tmp_path.parent / "evil.txt").exists()
+
+
+def test_unlisted_zip_entries_are_refused(tmp_path):
+    fd = softmax_fusion()
+    path = Path(fd.compile(softmax_args()).export(tmp_path / "a.fsn"))
+    bad = rezip(path, tmp_path / "bad.fsn", {"kernels/extra.so": b"x"})
+    expect_failure(bad, r"entry path check failed: .* holds files its manifest does not list: kernels/extra.so")
+
+
+def test_a_manifest_listing_a_path_outside_the_directory_is_refused(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: m["files"].update({"../outside": {"sha256": "0" * 64, "size": 1}}))
+    expect_failure(directory, r"entry path check failed: .*'\.\./outside'")
+
+
+def test_a_kernel_for_another_cpu_fails_the_target_check(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: m["image"]["target"].update(isa=["avx9000"]))
+    expect_failure(directory, r"target check failed: .* compiled for a CPU with avx9000, which this CPU lacks")
+    edit_manifest(directory, lambda m: m["image"]["target"].update(machine="riscv64", isa=[]))
+    expect_failure(directory, r"target check failed: .* compiled for machine 'riscv64'")
+
+
+def test_a_library_with_initialisers_fails_the_library_check(exported, tmp_path):
+    """A shared object with a constructor (code dlopen would run) is never opened."""
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler")
+    directory = as_directory(exported[1], tmp_path)
+    source = tmp_path / "ctor.c"
+    marker = tmp_path / "constructor-ran"
+    source.write_text(f'#include <stdio.h>\n__attribute__((constructor)) static void f(void) {{ fclose(fopen("{marker}", "w")); }}\n')
+    library = directory / "kernels" / "cpu.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    data = library.read_bytes()
+    import hashlib
+
+    edit_manifest(directory, lambda m: m["files"]["kernels/cpu.so"].update(size=len(data), sha256=hashlib.sha256(data).hexdigest()))
+    expect_failure(directory, r"library check failed: .* it has .*DT_INIT.*code that loading would run")
+    assert not marker.exists()
+
+
+def test_a_malformed_manifest_is_an_artifact_error(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: m.pop("plan"))
+    expect_failure(directory, r"manifest check failed: .* incomplete or malformed \(KeyError: 'plan'\)")
+
+
+# -- export errors -----------------------------------------------------------------------
+
+
+def test_exporting_without_a_kernel_image_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CC", "none")
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    compiled = softmax_fusion().compile(softmax_args())
+    assert compiled.image is None
+    with pytest.raises(ArtifactError, match=r"cannot export fusion 'softmax' compiled for cpu: linking CPU kernels is disabled \(FUSER_CC=none\)"):
+        compiled.export(tmp_path / "a.fsn")
+    assert not (tmp_path / "a.fsn").exists()
+
+
+def test_exporting_a_fusion_compiled_without_an_executor_key_is_a_clear_error(tmp_path):
+    from fuser_mlir.compiler import compile_fusion
+
+    with pytest.raises(ArtifactError, match=r"compiled without an executor key .* fd.compile\(inputs, outputs=...\)"):
+        compile_fusion(softmax_fusion()).export(tmp_path / "a.fsn")
+
+
+def test_export_replaces_an_artifact_directory_but_not_other_directories(tmp_path):
+    compiled = softmax_fusion().compile(softmax_args())
+    compiled.export(tmp_path / "a")
+    compiled.export(tmp_path / "a")  # replaced
+    assert fuser_mlir.load(tmp_path / "a").num_segments == compiled.num_segments
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    with pytest.raises(ArtifactError, match=r"exists and is not a fuser-mlir artifact"):
+        compiled.export(tmp_path / "b")
+    assert (tmp_path / "b" / "notes.txt").read_text() == "mine"
+
+
+def test_a_loaded_artifact_exports_again_and_keeps_its_stages(exported, tmp_path):
+    loaded = fuser_mlir.load(exported[1])
+    again = fuser_mlir.load(loaded.export(tmp_path / "again.fsn"))
+    assert again.ir("fuser") == loaded.ir("fuser") and "llvm.func" in again.ir("cpu")
+    assert again.to_dot().startswith('digraph "softmax"')

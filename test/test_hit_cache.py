@@ -1,0 +1,154 @@
+"""The cache-hit path (fuser_mlir/hit_cache.py): a call whose arrays have the
+raw signature of an earlier valid call skips the full validation, so these
+tests check that every check a hit must still make is made there, with the
+full path's message, and that anything the raw signature does not cover
+falls back to the full path."""
+
+import numpy as np
+import pytest
+
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+from fuser_mlir.errors import InputError
+
+RNG = np.random.default_rng(9)
+
+
+def aligned(values: np.ndarray) -> np.ndarray:
+    """A copy of 1-d float32 ``values`` at a 64-byte aligned address, so
+    arrays of one length have one raw signature (the alignment class is in it)."""
+    block = np.empty(values.size + 16, np.float32)
+    start = (-block.ctypes.data % 64) // 4
+    out = block[start : start + values.size]
+    out[...] = values
+    return out
+
+
+def rand(n):
+    return aligned(RNG.standard_normal(n).astype(np.float32))
+
+
+def poisoned(n):
+    return aligned(np.full(n, np.nan, np.float32))
+
+
+def scaled_add():
+    """out = x * s + y, with an integer scalar s."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(x * s + y)
+    return fd
+
+
+def inplace_and_visible():
+    """x <- x * 2 in place, and the same value as a visible output."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        t = x * 2.0
+        fd.add_output(t, x)
+        fd.add_output(t)
+    return fd
+
+
+def test_hits_skip_the_full_validation_and_count_as_hits():
+    fec = FusionExecutorCache(scaled_add())
+    x, y = rand(8), rand(8)
+    for _ in range(3):
+        (out,) = fec.run([x, y, 3])
+        np.testing.assert_allclose(out, x * 3 + y, rtol=1e-6)
+    assert fec.stats.misses == 1 and fec.stats.hits == 2
+    assert fec._hits.lookup([x, y, 3], None) is not None
+
+
+def test_scalars_are_converted_and_checked_on_a_hit():
+    fec = FusionExecutorCache(scaled_add())
+    x, y = rand(8), rand(8)
+    fec.run([x, y, 2])
+    (out,) = fec.run([x, y, np.int64(5)])  # not a Python int: the full path's conversion
+    np.testing.assert_allclose(out, x * 5 + y, rtol=1e-6)
+    (out,) = fec.run([x, y, 4.0])
+    np.testing.assert_allclose(out, x * 4 + y, rtol=1e-6)
+    with pytest.raises(InputError, match=r"input 2 is an integer scalar \(Int\), but got 2.5; pass an int"):
+        fec.run([x, y, 2.5])
+    with pytest.raises(InputError, match="input 2 is a scalar"):
+        fec.run([x, y, "2"])
+
+
+def test_new_shapes_strides_and_dtypes_take_the_full_path():
+    fec = FusionExecutorCache(scaled_add())
+    x, y = rand(8), rand(8)
+    fec.run([x, y, 1])
+    with pytest.raises(InputError, match="input 1 dim 0 has size 9, but input 0 dim 0, bound to the same size, has 8"):
+        fec.run([x, rand(9), 1])
+    with pytest.raises(InputError, match="input 0 has dtype float64"):
+        fec.run([x.astype(np.float64), y, 1])
+    wide = rand(16)
+    (out,) = fec.run([wide[::2], y, 1])  # a strided view: another raw signature, read through its strides
+    np.testing.assert_allclose(out, wide[::2] + y, rtol=1e-6)
+    with pytest.raises(InputError, match="the fusion takes 3 inputs"):
+        fec.run([x, y])
+
+
+def test_a_given_output_is_rechecked_for_writability_and_overlap_on_a_hit():
+    fec = FusionExecutorCache(scaled_add())
+    x, y = rand(8), rand(8)
+    buf = poisoned(8)
+    (out,) = fec.run([x, y, 2], outputs=[buf])
+    assert out is buf
+    np.testing.assert_allclose(buf, x * 2 + y, rtol=1e-6)
+    read_only = poisoned(8)
+    read_only.flags.writeable = False  # same dtype, shape, strides and alignment as buf
+    assert fec._hits.signature([x, y, 2], [read_only]) == fec._hits.signature([x, y, 2], [buf])
+    assert fec._hits.lookup([x, y, 2], [read_only]) is None  # the full path says why
+    with pytest.raises(InputError, match="output 0 is read-only"):
+        fec.run([x, y, 2], outputs=[read_only])
+    assert fec._hits.signature([x, y, 2], [y]) == fec._hits.signature([x, y, 2], [buf])
+    with pytest.raises(InputError, match="output 0 overlaps input 1, which is not its declared alias"):
+        fec._hits.lookup([x, y, 2], [y])  # checked on the hit path itself
+    with pytest.raises(InputError, match="output 0 overlaps input 1, which is not its declared alias"):
+        fec.run([x, y, 2], outputs=[y])
+    y0 = y.copy()
+    with pytest.raises(InputError, match="output 0 overlaps input 0"):
+        fec.run([x, y, 2], outputs=[x])
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_an_output_given_its_own_inplace_input_is_decided_per_call():
+    fd = inplace_and_visible()
+    fec = FusionExecutorCache(fd)
+    x = rand(8)
+    x0 = x.copy()
+    buf = poisoned(8)
+    (out,) = fec.run([x], outputs=[buf])  # a separate destination
+    np.testing.assert_allclose(buf, x0 * 2, rtol=1e-6)
+    np.testing.assert_allclose(x, x0 * 2, rtol=1e-6)
+    assert out is buf
+    # now the visible output is given the in-place input itself, with the
+    # same raw signature: not a second destination, so another key (a miss)
+    assert fec._hits.signature([x], [x]) == fec._hits.signature([x], [buf])
+    x1 = x.copy()
+    (out,) = fec.run([x], outputs=[x])
+    assert out is x
+    np.testing.assert_allclose(x, x1 * 2, rtol=1e-6)
+    assert fec.stats.misses == 2 and fec.stats.hits == 0
+    # and a separate buffer again: the first key
+    x2 = x.copy()
+    other = poisoned(8)
+    (out,) = fec.run([x], outputs=[other])
+    assert fec.stats.misses == 2 and fec.stats.hits == 1
+    assert out is other
+    np.testing.assert_allclose(other, x2 * 2, rtol=1e-6)
+    np.testing.assert_allclose(x, x2 * 2, rtol=1e-6)
+
+
+def test_the_table_is_bounded_and_starts_over():
+    fec = FusionExecutorCache(scaled_add())
+    fec._hits.limit = 4
+    for n in range(1, 11):
+        x, y = rand(n), rand(n)
+        (out,) = fec.run([x, y, 1])
+        np.testing.assert_allclose(out, x + y, rtol=1e-6)
+        assert len(fec._hits._entries) <= 4
+    (out,) = fec.run([x, y, 1])
+    np.testing.assert_allclose(out, x + y, rtol=1e-6)

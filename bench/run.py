@@ -23,6 +23,15 @@ Method, per case, dtype and size:
    current stream, after the L2 cache is flushed (a 256 MB write) and the
    device synchronised; the median of --repeat calls is kept. Host overhead is
    inside the events (the device idles while the host launches).
+3. Host cost: --host-calls back-to-back ``fd.execute`` calls on the same
+   inputs (no flush, no synchronisation between them; the device works
+   behind), timed with ``time.thread_time_ns`` (CPU time of the calling
+   thread: what the host spends per call) and ``time.perf_counter_ns`` (wall,
+   which includes waiting when the launch queue is full); the median of
+   --host-batches batches, in microseconds per call (``host_us``,
+   ``host_wall_us``). The device is synchronised before each batch, and a
+   batch (default 100 calls) stays well below the driver's launch queue, so
+   the host does not wait for the device inside a batch.
 
 Compared: ours (``fd.execute`` into preallocated outputs), a device-to-device
 copy moving the same model bytes (``dst.copy_(src)``, src and dst each half
@@ -33,9 +42,12 @@ bytes per second for all four. Ratios: ``/copy`` is our throughput as a
 fraction of the copy's (copy time / our time); ``x eager`` and ``x compile``
 are speed-ups (their time / our time), so > 1 means ours is faster.
 
-Prints a table and writes ``bench/results/<gpu name>.json`` (or --json) with
-the git commit. Runs on a GPU host with torch and cuda-bindings; ``--help``
-works anywhere.
+Prints a table and writes ``bench/results/h200.json`` on an H200 (another
+GPU: ``bench/results/<gpu name, sanitised>.json``; or --json) with the git
+commit. ``bench/plot.py`` draws GB/s against size from that file. Runs on a
+GPU host with torch and cuda-bindings; ``--help`` works anywhere, and the
+pure helpers (paths, host timing, the table) are tested in
+``test/test_bench.py``.
 """
 
 from __future__ import annotations
@@ -289,7 +301,32 @@ def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush) -> dict:
     row["of_copy"] = row["GBps"]["ours"] / row["GBps"]["copy"]
     row["vs_eager"] = ms["eager"] / ms["ours"]
     row["vs_compile"] = ms["compile"] / ms["ours"]
+    host = host_us_per_call(timings["ours"], args.host_calls, args.host_batches, sync=torch.cuda.synchronize)
+    row["host_us"], row["host_wall_us"] = host["cpu_us"], host["wall_us"]
     return row
+
+
+def host_us_per_call(fn, calls: int, batches: int, *, sync=None, cpu_clock=time.thread_time_ns, wall_clock=time.perf_counter_ns) -> dict:
+    """Host cost of ``fn``: ``batches`` batches of ``calls`` back-to-back
+    calls, each batch timed with ``cpu_clock`` (CPU time of this thread) and
+    ``wall_clock``; the median batch, in microseconds per call. ``sync`` (e.g.
+    ``torch.cuda.synchronize``) runs before each batch and after the last, outside
+    the CPU timing, so device work queued by one batch does not delay the next."""
+    if calls < 1 or batches < 1:
+        raise ValueError(f"host timing needs at least one call and one batch, got calls={calls}, batches={batches}")
+    cpu, wall = [], []
+    for _ in range(batches):
+        if sync is not None:
+            sync()
+        c0, w0 = cpu_clock(), wall_clock()
+        for _ in range(calls):
+            fn()
+        c1, w1 = cpu_clock(), wall_clock()
+        cpu.append((c1 - c0) / calls / 1e3)
+        wall.append((w1 - w0) / calls / 1e3)
+    if sync is not None:
+        sync()
+    return {"cpu_us": statistics.median(cpu), "wall_us": statistics.median(wall)}
 
 
 # ---------------------------------------------------------------------------
@@ -325,15 +362,30 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes >> 30} GB" if nbytes >= 1 << 30 else f"{nbytes >> 20} MB"
 
 
+def _host(row: dict) -> str:
+    """Host us per call of a row; rows of older JSON files have none."""
+    return f"{row['host_us']:.1f}" if row.get("host_us") is not None else "-"
+
+
+def default_json_path(gpu: str, results: Path = Path(__file__).parent / "results") -> Path:
+    """``results/h200.json`` for an H200 (any name containing H200), else
+    ``results/<gpu name>.json`` with runs of other characters than letters,
+    digits, dots and dashes replaced by ``_``."""
+    if "H200" in gpu.upper():
+        return results / "h200.json"
+    return results / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu).strip('_') or 'gpu'}.json"
+
+
 def print_table(rows: list[dict]) -> None:
-    header = f"{'case':<14} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'max err':>9}"
+    header = f"{'case':<14} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'host us':>8} {'max err':>9}"
     print(header)
     print("-" * len(header))
     for r in rows:
         g = r["GBps"]
         print(
             f"{r['case']:<14} {r['dtype']:<9} {format_size(r['size_bytes']):>7} {r['ms']['ours'] * 1e3:9.1f} {g['ours']:10.0f} {g['copy']:10.0f} "
-            f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f} {r['max_abs_error']:9.2g}"
+            f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f} "
+            f"{_host(r):>8} {r['max_abs_error']:9.2g}"
         )
 
 
@@ -347,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
     parser.add_argument("--no-l2-flush", action="store_true", help="keep the L2 cache warm between timed calls")
-    parser.add_argument("--json", default=None, help="output path (default bench/results/<gpu name>.json)")
+    parser.add_argument("--host-calls", type=int, default=100, help="back-to-back calls per host-timing batch (default 100)")
+    parser.add_argument("--host-batches", type=int, default=5, help="host-timing batches; the median is kept (default 5)")
+    parser.add_argument("--json", default=None, help="output path (default bench/results/h200.json on an H200, else bench/results/<gpu name>.json)")
     parser.add_argument("--commit", default=None, help="git commit to record (default: git rev-parse HEAD, 'unknown' without git)")
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (10 if args.quick else 50)
@@ -385,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in failures:
             print(f"  {line}", file=sys.stderr)
         return 1
-    out = Path(args.json) if args.json else Path(__file__).parent / "results" / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu)}.json"
+    out = Path(args.json) if args.json else default_json_path(gpu)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "commit": args.commit or git_commit(),
@@ -396,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv[1:] if argv is None else argv,
         "repeat": args.repeat,
         "warmup": args.warmup,
+        "host_calls": args.host_calls,
+        "host_batches": args.host_batches,
         "l2_flush": flush is not None,
         "hidden": HIDDEN,
         "tolerance": TOLERANCE,

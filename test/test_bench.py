@@ -1,0 +1,122 @@
+"""bench/run.py and bench/plot.py on a machine without a GPU: the GPU
+benchmark imports and answers --help without torch, and its pure helpers
+(result path, host timing, table) and the plot run here."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def run():
+    return load("run")
+
+
+def test_run_imports_and_answers_help_without_torch(run, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--host-calls" in text and "bench/results/h200.json" in text
+
+
+def test_results_go_to_h200_json_on_an_h200_else_the_sanitised_gpu_name(run):
+    results = Path("/r")
+    assert run.default_json_path("NVIDIA H200", results) == results / "h200.json"
+    assert run.default_json_path("NVIDIA H200 NVL", results) == results / "h200.json"
+    assert run.default_json_path("NVIDIA A100-SXM4-80GB", results) == results / "NVIDIA_A100-SXM4-80GB.json"
+    assert run.default_json_path("NVIDIA GeForce RTX 4090 (laptop)", results) == results / "NVIDIA_GeForce_RTX_4090_laptop.json"
+    assert run.default_json_path("???", results) == results / "gpu.json"
+
+
+def test_host_timing_is_the_median_batch_per_call_and_synchronises_outside_it(run):
+    # fake clocks: each call costs 3 us of CPU time and 5 us of wall time, except
+    # that one batch is slow (an outlier the median drops); sync costs nothing
+    clock = {"cpu": 0, "wall": 0, "batch": 0}
+    events = []
+
+    def call():
+        slow = clock["batch"] == 1
+        clock["cpu"] += 30_000 if slow else 3_000
+        clock["wall"] += 50_000 if slow else 5_000
+        events.append("call")
+
+    def sync():
+        events.append("sync")
+        clock["batch"] += 1
+
+    clock["batch"] = -1
+    result = run.host_us_per_call(call, 4, 3, sync=sync, cpu_clock=lambda: clock["cpu"], wall_clock=lambda: clock["wall"])
+    assert result == {"cpu_us": 3.0, "wall_us": 5.0}
+    assert events == (["sync"] + ["call"] * 4) * 3 + ["sync"]
+    with pytest.raises(ValueError, match="at least one call"):
+        run.host_us_per_call(call, 0, 3)
+
+
+def test_host_timing_measures_real_calls(run):
+    calls = []
+    result = run.host_us_per_call(lambda: calls.append(1), 10, 3)
+    assert len(calls) == 30
+    assert result["cpu_us"] >= 0 and result["wall_us"] > 0
+
+
+def row(case="pointwise", dtype="float32", size=1 << 20, scale=1.0, host=None):
+    out = {
+        "case": case, "dtype": dtype, "size_bytes": size, "max_abs_error": 1e-6,
+        "ms": {"ours": 0.5, "copy": 0.25, "eager": 1.0, "compile": 0.5},
+        "GBps": {"ours": 100.0 * scale, "copy": 200.0 * scale, "eager": 50.0 * scale, "compile": 100.0 * scale},
+        "of_copy": 0.5, "vs_eager": 2.0, "vs_compile": 1.0,
+    }
+    if host is not None:
+        out["host_us"], out["host_wall_us"] = host, host + 1
+    return out
+
+
+def test_table_shows_host_us_and_a_dash_for_rows_without_it(run, capsys):
+    run.print_table([row(host=6.5), row(size=16 << 20)])
+    lines = capsys.readouterr().out.splitlines()
+    assert "host us" in lines[0]
+    assert lines[2].split()[-2] == "6.5"
+    assert lines[3].split()[-2] == "-"
+
+
+def test_plot_writes_a_png_with_and_without_host_numbers(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = load("plot")
+    rows = [row(size=s, scale=k, host=7.0 + k) for k, s in enumerate([1 << 20, 16 << 20, 256 << 20], 1)]
+    rows += [row(dtype="bfloat16", size=1 << 20), row(case="softmax", size=1 << 20, host=9.0)]
+    rows.append({**row(case="outer_sum"), "GBps": {"ours": 1.0, "copy": 2.0}})  # series a row lacks are skipped
+    data = plot.series(rows)
+    assert list(data) == ["pointwise", "softmax", "outer_sum"]
+    assert data["pointwise"]["float32"]["ours"] == [(1 << 20, 100.0), (16 << 20, 200.0), (256 << 20, 300.0)]
+    assert set(data["outer_sum"]["float32"]) == {"ours", "copy"}
+    assert plot.host_range(rows, "pointwise") == "host 8.0-10.0 us/call"
+    assert plot.host_range(rows, "outer_sum") == ""
+    source = tmp_path / "result.json"
+    source.write_text(json.dumps({"gpu": "NVIDIA H200", "commit": "abc1234", "rows": rows}))
+    assert plot.main([str(source)]) == 0
+    png = tmp_path / "result.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="nothing to plot"):
+        plot.plot({"rows": []}, tmp_path / "empty.png")
+
+
+def test_plot_reads_the_stored_baseline_without_host_numbers(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = load("plot")
+    baseline = BENCH / "results" / "h200-baseline-float32.json"
+    out = plot.plot(json.loads(baseline.read_text()), tmp_path / "baseline.png")
+    assert out.stat().st_size > 10_000

@@ -1,0 +1,253 @@
+"""The persistent kernel cache: a second process never recompiles, bad
+entries are rebuilt with a warning, concurrent writers both succeed, and
+the cache stays within its size bound."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir.errors import CacheWarning
+from fuser_mlir.runtime.artifact import LoadedFusion
+from fuser_mlir.runtime.cache import DiskCache
+from reference import evaluate
+
+REPO = Path(__file__).resolve().parents[2]
+RNG = np.random.default_rng(9)
+
+# A script that defines a 10-op pointwise fusion, runs it on fresh data,
+# checks it against float64 NumPy and prints the executor's stats. With
+# FORBID_COMPILE=1 compiling raises, so a hit must come from the disk.
+SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    import numpy as np
+    from fuser_mlir import DataType, FusionDefinition
+    if os.environ.get("FORBID_COMPILE") == "1":
+        import fuser_mlir.compiler
+        def refuse(*args, **kwargs):
+            raise SystemExit("this process must not compile")
+        fuser_mlir.compiler.compile_fusion = refuse
+    if os.environ.get("WAIT_FOR"):
+        while not os.path.exists(os.environ["WAIT_FOR"]):
+            time.sleep(0.001)
+    with FusionDefinition(name="chain") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        t = fd.ops.exp(x * 0.5) + y
+        t = fd.ops.tanh(t) * 3.0 - fd.ops.abs(y)
+        t = fd.ops.sqrt(fd.ops.abs(t) + 1.0) / (y * y + 2.0)
+        fd.add_output(t)
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal((33, 17)).astype(np.float32), rng.standard_normal((33, 17)).astype(np.float32)
+    (out,) = fd.execute([x, y])
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    ref = np.sqrt(np.abs(np.tanh(np.exp(xd * 0.5) + yd) * 3.0 - np.abs(yd)) + 1.0) / (yd * yd + 2.0)
+    assert np.allclose(out, ref, rtol=1e-5, atol=1e-6), float(np.max(np.abs(out - ref)))
+    s = fd._executor.stats
+    print(f"compilations={s.compilations} disk_hits={s.disk_hits} disk_writes={s.disk_writes}")
+    """
+)
+
+
+def run_script(cache_dir: Path, **env_vars) -> str:
+    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO), **env_vars)
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    return sorted((cache_dir / "v1").glob("*/*.fsn"))
+
+
+def test_a_second_process_runs_from_the_disk_cache_without_compiling(tmp_path):
+    cache_dir = tmp_path / "cache"
+    assert run_script(cache_dir) == "compilations=1 disk_hits=0 disk_writes=1"
+    assert len(entries(cache_dir)) == 1
+    assert run_script(cache_dir, FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
+
+
+def test_the_cache_directory_is_owner_only(tmp_path):
+    cache_dir = tmp_path / "new" / "cache"
+    run_script(cache_dir)
+    for directory in (cache_dir, cache_dir / "v1", entries(cache_dir)[0].parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    assert stat.S_IMODE(entries(cache_dir)[0].stat().st_mode) == 0o600
+
+
+def test_FUSER_CACHE_0_neither_reads_nor_writes(tmp_path):
+    cache_dir = tmp_path / "cache"
+    assert run_script(cache_dir, FUSER_CACHE="0") == "compilations=1 disk_hits=0 disk_writes=0"
+    assert not cache_dir.exists()
+
+
+def corrupt_flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def corrupt_truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:200])
+
+
+def corrupt_empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("corrupt", [corrupt_flip, corrupt_truncate, corrupt_empty])
+def test_a_corrupted_entry_is_discarded_with_a_warning_and_rebuilt(tmp_path, corrupt):
+    cache_dir = tmp_path / "cache"
+    run_script(cache_dir)
+    (entry,) = entries(cache_dir)
+    corrupt(entry)
+    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-W", "always", "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "compilations=1 disk_hits=0 disk_writes=1"
+    assert "CacheWarning: fuser-mlir disk cache: discarding a bad entry, compiling again" in result.stderr
+    assert run_script(cache_dir, FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
+
+
+def test_a_foreign_entry_under_another_key_is_discarded(tmp_path):
+    """An entry copied under another entry's name (valid artifact, wrong key) is not used."""
+    cache_dir = tmp_path / "cache"
+    run_script(cache_dir)
+    (entry,) = entries(cache_dir)
+    fd = small_fusion()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FUSER_CACHE_DIR", str(cache_dir))
+        fd.execute([rand(3, 4)])
+        other = [e for e in entries(cache_dir) if e != entry]
+        assert len(other) == 1
+        other[0].write_bytes(entry.read_bytes())
+        fresh = small_fusion()
+        with pytest.warns(CacheWarning, match=r"cache key check failed: .* \(a foreign entry\)"):
+            x = rand(3, 4)
+            (out,) = fresh.execute([x])
+        np.testing.assert_allclose(out, evaluate(fresh, [x])[0], rtol=1e-6)
+        assert fresh._executor.stats.compilations == 1 and fresh._executor.stats.disk_writes == 1
+
+
+def test_two_processes_compiling_one_key_at_once_both_succeed(tmp_path):
+    cache_dir = tmp_path / "cache"
+    go = tmp_path / "go"
+    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO), WAIT_FOR=str(go))
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    time.sleep(1.0)  # let them import
+    go.touch()
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "CacheWarning" not in err
+        assert out.strip().startswith(("compilations=1 disk_hits=0", "compilations=0 disk_hits=1"))
+    assert len(entries(cache_dir)) == 1
+    assert not [p for p in (cache_dir / "v1").glob("*/*") if p.suffix != ".fsn"]  # no temporary files left
+    assert run_script(cache_dir, FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
+
+
+# -- in-process behaviour ------------------------------------------------------------------
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def small_fusion(op: str = "exp") -> FusionDefinition:
+    with FusionDefinition(name="small") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(getattr(fd.ops, op)(x) * 2.0)
+    return fd
+
+
+def test_a_hit_from_disk_is_a_loaded_fusion_and_counts_as_a_disk_hit(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    first = small_fusion()
+    first.execute([rand(2, 3)])
+    assert (first._executor.stats.compilations, first._executor.stats.disk_hits) == (1, 0)
+    second = small_fusion()  # same definition, another object (and another source line)
+    x = rand(5, 7)
+    (out,) = second.execute([x])
+    np.testing.assert_allclose(out, evaluate(second, [x])[0], rtol=1e-6)
+    stats = second._executor.stats
+    assert (stats.compilations, stats.disk_hits, stats.misses) == (0, 1, 1)
+    assert isinstance(second.compile([x]), LoadedFusion)
+    second.execute([rand(4, 4)])
+    assert second._executor.stats.hits >= 1 and second._executor.stats.disk_hits == 1
+
+
+def test_another_definition_or_signature_or_policy_misses(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    small_fusion("exp").execute([rand(2, 3)])
+    other_op = small_fusion("tanh")
+    x = rand(2, 3)
+    (out,) = other_op.execute([x])
+    np.testing.assert_allclose(out, np.tanh(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert other_op._executor.stats.disk_hits == 0
+    other_signature = small_fusion("exp")
+    other_signature.execute([rand(3, 2).T])
+    assert other_signature._executor.stats.disk_hits == 0
+    from fuser_mlir import FusionExecutorCache
+
+    copy_policy = FusionExecutorCache(small_fusion("exp"), hazard_policy="copy")
+    copy_policy.run([rand(2, 3)])
+    assert copy_policy.stats.disk_hits == 0
+    assert len(entries(tmp_path)) == 4
+
+
+def test_lru_eviction_keeps_the_cache_within_its_bound(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    ops = ["exp", "tanh", "sin", "cos"]
+    for op in ops[:3]:
+        small_fusion(op).execute([rand(2, 3)])
+    paths = entries(tmp_path)
+    assert len(paths) == 3
+    size = max(p.stat().st_size for p in paths)
+    now = time.time()
+    by_op = {}
+    for op in ops[:3]:  # which entry is which: reload each, oldest first
+        fd = small_fusion(op)
+        fd.execute([rand(2, 3)])
+        assert fd._executor.stats.disk_hits == 1
+        by_op[op] = max(entries(tmp_path), key=lambda p: p.stat().st_mtime_ns)
+        os.utime(by_op[op], (now - 100 + len(by_op), now - 100 + len(by_op)))
+    os.utime(by_op["exp"], (now, now))  # exp used last
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", str(3 * size + size // 2))
+    small_fusion("cos").execute([rand(2, 3)])
+    remaining = set(entries(tmp_path))
+    assert by_op["tanh"] not in remaining  # the least recently used went
+    assert by_op["exp"] in remaining and by_op["sin"] in remaining and len(remaining) == 3
+    assert DiskCache().stats().total_bytes <= 3 * size + size // 2
+
+
+def test_stats_and_clear(tmp_path):
+    cache = DiskCache(tmp_path / "c", max_bytes=1 << 20)
+    assert cache.stats().entries == 0 and cache.clear() == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FUSER_CACHE_DIR", str(tmp_path / "c"))
+        small_fusion().execute([rand(2, 2)])
+    stats = cache.stats()
+    assert stats.entries == 1 and stats.total_bytes == entries(tmp_path / "c")[0].stat().st_size
+    assert cache.clear() == 1 and cache.stats().entries == 0
+
+
+def test_an_unwritable_cache_warns_and_still_runs(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(blocker / "cache"))
+    fd = small_fusion("sin")
+    x = rand(2, 3)
+    with pytest.warns(CacheWarning, match=r"cannot store 'small'"):
+        (out,) = fd.execute([x])
+    np.testing.assert_allclose(out, np.sin(x.astype(np.float64)) * 2.0, rtol=1e-6)

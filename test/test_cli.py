@@ -62,3 +62,77 @@ def test_concat_example_writes_both_halves():
     namespace = runpy.run_path(str(ROOT / "examples" / "concat.py"), run_name="__main__")
     out, ref = namespace["out"], namespace["ref"]
     assert float(np.abs(out - ref).max()) < 1e-5
+
+
+SOFTMAX_SCRIPT = """
+import numpy as np
+from fuser_mlir import DataType, FusionDefinition
+
+with FusionDefinition(name="softmax") as fd:
+    x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+    fd.add_output(fd.ops.exp(x) * 2.0, x)
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+
+def example_inputs():
+    return [np.ones((4, 8), np.float32)]
+
+example_outputs = [np.empty((4, 8), np.float32)]
+"""
+
+
+def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsys):
+    script = tmp_path / "softmax.py"
+    script.write_text(SOFTMAX_SCRIPT)
+    out_path = tmp_path / "softmax.fsn"
+    assert main(["compile", str(script), "--export", str(out_path)]) == 0
+    assert f"fd: 4 segment(s), cpu; artifact written to {out_path}" in capsys.readouterr().out
+    import fuser_mlir
+
+    loaded = fuser_mlir.load(out_path)
+    x = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
+    x0 = x.astype(np.float64)
+    given = np.full((3, 5), np.nan, np.float32)
+    (result,) = loaded.run([x], outputs=[given])
+    e = np.exp(x0 - x0.max(1, keepdims=True))
+    np.testing.assert_allclose(given, e / e.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(x, np.exp(x0) * 2.0, rtol=1e-6)  # the in-place update
+    assert main(["inspect", str(out_path)]) == 0
+    text = capsys.readouterr().out
+    assert "fusion 'softmax' (format 1); all " in text and "match their sha256" in text
+    assert "in0: tensor f32[?, ?] contiguity [F, F] stride order [1, 0]" in text
+    assert "out0: tensor f32[?, ?] (written into in0)" in text and "out1: tensor f32[?, ?] (visible #0)" in text
+    assert "alias contract: out0 -> in0 (hidden)" in text
+    assert "preallocated outputs: caller gives #0; the fusion allocates none" in text
+    assert "segments: 4" in text and "steps:" in text and "kernels/cpu.so:" in text
+
+
+def test_compile_and_inspect_report_errors(tmp_path, capsys):
+    script = tmp_path / "no_examples.py"
+    script.write_text(SOFTMAX_SCRIPT.split("def example_inputs")[0])
+    assert main(["compile", str(script), "--export", str(tmp_path / "a.fsn")]) == 2
+    assert "must define example_inputs" in capsys.readouterr().err
+    two = tmp_path / "two.py"
+    two.write_text(SOFTMAX_SCRIPT + "\nfd2 = fd\n")
+    assert main(["compile", str(two), "--export", str(tmp_path / "a.fsn")]) == 2
+    assert "defines several fusions (fd, fd2); pick one with --fusion NAME" in capsys.readouterr().err
+    assert main(["compile", str(two), "--fusion", "fd2", "--export", str(tmp_path / "a.fsn")]) == 0
+    bad = tmp_path / "bad.fsn"
+    bad.write_bytes(b"not a zip")
+    assert main(["inspect", str(bad)]) == 2
+    assert "zip check failed" in capsys.readouterr().err
+
+
+def test_cache_stats_and_clear(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path / "cache"))
+    script = tmp_path / "softmax.py"
+    script.write_text(SOFTMAX_SCRIPT)
+    namespace = runpy.run_path(str(script))
+    namespace["fd"].execute(namespace["example_inputs"]())
+    assert main(["cache", "stats"]) == 0
+    out = capsys.readouterr().out
+    assert f"directory: {tmp_path / 'cache'}" in out and "state: on" in out and "entries: 1" in out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert main(["cache", "stats"]) == 0
+    assert "entries: 0" in capsys.readouterr().out

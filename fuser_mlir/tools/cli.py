@@ -3,6 +3,28 @@
     fuser-mlir demo                   run an example fusion on the CPU, check it, print its IR
     fuser-mlir show-segments FILE.py  draw the segments of the fusions FILE.py defines
                                       (Graphviz dot text; an SVG too when `dot` exists)
+    fuser-mlir compile SCRIPT.py --export OUT
+                                      compile the fusion SCRIPT.py defines for its example
+                                      inputs; write an artifact (OUT.fsn: one zip file)
+    fuser-mlir inspect ARTIFACT       check an artifact and print its signature, segments,
+                                      buffers and alias contract (no MLIR, no kernels loaded)
+    fuser-mlir cache stats|clear      the persistent kernel cache (FUSER_CACHE_DIR)
+
+How ``compile`` finds the fusion: SCRIPT.py is run as a module
+(``__name__ == "__fuser_compile__"``) and must define, at module level, a
+``FusionDefinition`` (``--fusion NAME`` picks one when there are several)
+and ``example_inputs``: the arguments whose signature the artifact is
+compiled for (dtypes, strides, broadcast dims; sizes stay symbolic). It is a
+list, a function returning one, or a dict from fusion variable name to
+either. ``example_outputs`` (same forms, optional) gives the preallocated
+output buffers (None entries: allocated by the fusion); without it the
+artifact allocates every output.
+
+    # softmax.py
+    with FusionDefinition(name="softmax") as fd:
+        ...
+    def example_inputs():
+        return [np.zeros((8, 128), np.float32)]
 """
 
 from __future__ import annotations
@@ -85,6 +107,127 @@ def show_segments(args) -> int:
     return 0
 
 
+def _error(message: str) -> int:
+    print(f"fuser-mlir: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _example(namespace: dict, attribute: str, name: str):
+    """``example_inputs``/``example_outputs`` of the fusion ``name``: a list, a
+    function returning one, or a dict by fusion variable name."""
+    value = namespace.get(attribute)
+    if isinstance(value, dict):
+        value = value.get(name)
+    if callable(value):
+        value = value()
+    return value
+
+
+def compile_script(args) -> int:
+    from fuser_mlir.errors import FuserError
+
+    path = Path(args.script)
+    if not path.is_file():
+        return _error(f"no such file: {path}")
+    namespace = runpy.run_path(str(path), run_name="__fuser_compile__")
+    found = _definitions(namespace)
+    if args.fusion is not None:
+        found = [(n, fd) for n, fd in found if n == args.fusion]
+        if not found:
+            return _error(f"{path} defines no FusionDefinition named {args.fusion!r} at module level")
+    if not found:
+        return _error(f"{path} defines no FusionDefinition at module level")
+    if len(found) > 1:
+        names = ", ".join(n for n, _ in found)
+        return _error(f"{path} defines several fusions ({names}); pick one with --fusion NAME")
+    name, fd = found[0]
+    inputs = _example(namespace, "example_inputs", name)
+    if not isinstance(inputs, (list, tuple)):
+        return _error(f"{path} must define example_inputs (a list of arguments for {name!r}, or a function returning one)")
+    outputs = _example(namespace, "example_outputs", name)
+    try:
+        compiled = fd.compile(list(inputs), outputs=outputs, device=args.device)
+        out = compiled.export(args.export)
+    except FuserError as err:
+        return _error(str(err))
+    size = _artifact_size(Path(out))
+    print(f"{name}: {compiled.num_segments} segment(s), {compiled.device}; artifact written to {out} ({size} bytes)")
+    return 0
+
+
+def _artifact_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _format_input(index: int, spec: dict) -> str:
+    if spec["kind"] != "tensor":
+        return f"  in{index}: scalar {spec['dtype']}"
+    shape = ", ".join("?" if s == -1 else str(s) for s in spec["shape"])
+    contiguity = ", ".join("-" if c is None else ("T" if c else "F") for c in spec["contiguity"])
+    return f"  in{index}: tensor {spec['dtype']}[{shape}] contiguity [{contiguity}] stride order {spec['stride_order']}"
+
+
+def inspect_artifact(args) -> int:
+    from fuser_mlir.errors import ArtifactError
+    from fuser_mlir.runtime.artifact import read_artifact
+    from fuser_mlir.runtime.plan import LaunchPlan
+
+    import json
+
+    try:
+        manifest, files = read_artifact(args.artifact)
+    except ArtifactError as err:
+        return _error(str(err))
+    signature = manifest["signature"]
+    lines = [
+        f"artifact {args.artifact}: fusion {manifest['name']!r} (format {manifest['format_version']}); all {len(files)} files match their sha256",
+        f"compiled by fuser-mlir {manifest['compiler_version']} with MLIR {manifest['mlir_version']}",
+        f"backend {manifest['backend']} ({manifest['device']}), target {json.dumps(manifest['target'], sort_keys=True)}",
+        f"hazard policy {manifest['hazard_policy']}",
+        "inputs:",
+        *[_format_input(i, s) for i, s in enumerate(signature["inputs"])],
+        "outputs:",
+    ]
+    visible = 0
+    for position, out in enumerate(signature["outputs"]):
+        shape = ", ".join("?" if s == -1 else str(s) for s in out["shape"])
+        notes = []
+        if out["visible"]:
+            notes.append(f"visible #{visible}")
+            visible += 1
+        if out["alias_input"] is not None:
+            notes.append(f"written into in{out['alias_input']}")
+        lines.append(f"  out{position}: tensor {out['dtype']}[{shape}] ({', '.join(notes)})")
+    contract = manifest["contract"]
+    given = [i for i, g in enumerate(contract["given_outputs"]) if g]
+    lines.append("alias contract: " + (", ".join(f"out{a['output']} -> in{a['input']}" + ("" if a["visible"] else " (hidden)") for a in contract["aliases"]) or "none"))
+    lines.append("preallocated outputs: caller gives " + (", ".join(f"#{i}" for i in given) or "none") + "; the fusion allocates " + (", ".join(f"#{i}" for i in contract["allocated_outputs"]) or "none"))
+    lines.append(f"segments: {len(manifest['segments'])}")
+    lines += [f"  {s['name']}: {' '.join(s['ops'])}" for s in manifest["segments"]]
+    lines.append(LaunchPlan.from_json(json.dumps(manifest["plan"])).describe())
+    lines.append("files:")
+    lines += [f"  {name}: {entry['size']} bytes sha256 {entry['sha256'][:16]}" for name, entry in sorted(manifest["files"].items())]
+    print("\n".join(lines))
+    return 0
+
+
+def cache_command(args) -> int:
+    from fuser_mlir.runtime.cache import DiskCache
+
+    cache = DiskCache()
+    if args.action == "clear":
+        print(f"removed {cache.clear()} entries from {cache.directory}")
+        return 0
+    stats = cache.stats()
+    from fuser_mlir import config
+
+    state = "on" if config.cache_enabled() else "off (FUSER_CACHE=0)"
+    print(f"directory: {stats.directory}\nstate: {state}\nentries: {stats.entries}\nsize: {stats.total_bytes} bytes (limit {stats.max_bytes})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fuser-mlir", description="fuser-mlir: a fusion compiler built on MLIR")
     parser.add_argument("--version", action="version", version=f"fuser-mlir {__version__}")
@@ -93,6 +236,18 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("show-segments", help="draw the segments of the fusions a script defines")
     show.add_argument("file")
     show.set_defaults(func=show_segments)
+    comp = sub.add_parser("compile", help="compile the fusion a script defines and export it as an artifact")
+    comp.add_argument("script")
+    comp.add_argument("--export", required=True, metavar="OUT", help="artifact path: a directory, or a zip file ending in .fsn")
+    comp.add_argument("--fusion", help="the module-level FusionDefinition variable to compile (when there are several)")
+    comp.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: where the example inputs live)")
+    comp.set_defaults(func=compile_script)
+    insp = sub.add_parser("inspect", help="check an artifact and print its signature, segments, buffers and alias contract")
+    insp.add_argument("artifact")
+    insp.set_defaults(func=inspect_artifact)
+    cache = sub.add_parser("cache", help="the persistent kernel cache")
+    cache.add_argument("action", choices=["stats", "clear"])
+    cache.set_defaults(func=cache_command)
     args = parser.parse_args(argv)
     return args.func(args)
 

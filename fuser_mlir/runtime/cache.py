@@ -24,7 +24,8 @@ Entries are ``.fsn`` artifacts (:mod:`fuser_mlir.runtime.artifact`) at
 into place, so a reader sees a whole entry or none, and two processes that
 compile one key at once both succeed (the last rename wins; both entries are
 valid). Each manifest records its key. An entry that fails any artifact
-check, or whose recorded key differs (a foreign file), is deleted with a
+check, whose recorded key differs (a foreign file), or whose kernels this
+device cannot load, is deleted with a
 :class:`~fuser_mlir.errors.CacheWarning` and the fusion is compiled again.
 A hit touches the entry's mtime; after each store, entries are evicted
 oldest-mtime first until the cache fits its bound.
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuser_mlir import config
-from fuser_mlir.errors import ArtifactError, CacheWarning
+from fuser_mlir.errors import ArtifactError, CacheWarning, FuserError
 from fuser_mlir.runtime.artifact import (
     LoadedFusion,
     artifact_contents,
@@ -64,7 +65,17 @@ def target_of(device: str) -> dict:
         from fuser_mlir.runtime.cpu import host_target
 
         return {"backend": "cpu", **host_target()}
-    return {"backend": "cuda", "device": device, "arch": config.cuda_arch()}
+    arch = config.cuda_arch()
+    try:
+        from fuser_mlir.runtime.cuda import compute_capability
+
+        _, _, index = device.partition(":")
+        major, minor = compute_capability(int(index or 0))
+        arch = arch or f"sm_{major}{minor}"
+        device_arch = f"sm_{major}{minor}"
+    except Exception:  # no driver here: the requested arch alone
+        device_arch = None
+    return {"backend": "cuda", "arch": arch, "device_arch": device_arch}
 
 
 def cache_key(fingerprint: str, executor_key, hazard_policy: str) -> str:
@@ -117,7 +128,7 @@ class DiskCache:
             if manifest.get("cache_key") != key:
                 raise ArtifactError(f"cache key check failed: {path} records key {manifest.get('cache_key')!r}, not its file name's (a foreign entry)")
             loaded = LoadedFusion.from_manifest(manifest, files, device=device, where=str(path))
-        except ArtifactError as err:
+        except (FuserError, OSError) as err:  # a failed check, or kernels this device cannot load
             if not path.exists():
                 return None  # a miss (or evicted while we looked)
             warnings.warn(f"fuser-mlir disk cache: discarding a bad entry, compiling again: {err}", CacheWarning, stacklevel=3)

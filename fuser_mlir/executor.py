@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fuser_mlir.errors import DeviceError, InputError
+from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import validate_outputs, visible_outputs
 from fuser_mlir.runtime.plan import MemoryStats
 
@@ -254,6 +255,7 @@ class FusionExecutorCache:
         self.stats = CacheStats()
         self.memory = MemoryStats()
         self._compiled: dict[tuple, object] = {}
+        self._hits = HitCache(fusion)  # raw argument signature -> compiled, for cache hits
         self._loaded = None  # the LoadedFusion of for_loaded (then nothing compiles)
 
     @classmethod
@@ -341,7 +343,13 @@ class FusionExecutorCache:
         visible output. Returns the outputs: the given buffers themselves,
         NumPy arrays on the CPU, torch tensors when the inputs are torch
         tensors, else DeviceArrays."""
+        hit = self._hits.lookup(inputs, outputs)
+        if hit is not None:
+            self.stats.hits += 1
+            compiled, args, given = hit
+            return compiled.execute(args, given, memory=self.memory)
         compiled, args, given = self.compiled_for(inputs, outputs)
+        self._hits.remember(inputs, outputs, compiled, given)
         if compiled.device == "cpu":
             return compiled.execute(args, given, memory=self.memory)
         torch_outputs = any(_is_torch(v) for v in inputs)

@@ -132,13 +132,50 @@ def _run_stage(module: ir.Module, pipeline: str, before: str) -> str:
     return str(module)
 
 
+#: Layout of the buffers the runtime allocates: dense, and aligned far beyond 16 bytes.
+FRESH_LAYOUT = (True, 256)
+
+
+def segment_layouts(plan: LaunchPlan, layouts: dict | None) -> dict[str, list]:
+    """(dense, alignment) of every tensor argument of every segment (None for
+    scalars), from the layouts of the fusion's inputs and given outputs
+    (unknown ones count as strided and unaligned)."""
+    layouts = layouts or {}
+    found = {}
+    for step in plan.steps:
+        entry = []
+        for kind, ref in step.args:
+            if kind == "scalar":
+                entry.append(None)
+                continue
+            buf = plan.buffers[ref]
+            if buf.kind == "input":
+                known = layouts.get("input", [])
+                entry.append(known[buf.index] if buf.index < len(known) and known[buf.index] else (False, 1))
+            elif buf.kind == "given":
+                entry.append(layouts.get("given", {}).get(buf.index, (False, 1)))
+            else:
+                entry.append(FRESH_LAYOUT)
+        found[step.kernel] = entry
+    return found
+
+
 def compile_fusion(
-    fusion, *, given_outputs: tuple[bool, ...] | None = None, device: str = "cpu", hazard_policy: str = "auto"
+    fusion,
+    *,
+    given_outputs: tuple[bool, ...] | None = None,
+    device: str = "cpu",
+    hazard_policy: str = "auto",
+    layouts: dict | None = None,
 ) -> CompiledFusion:
     """Compile ``fusion`` for one set of given outputs, on ``device``.
 
     ``hazard_policy`` (``auto``, ``reorder``, ``copy`` or ``reject``) is how in-place alias
-    hazards are resolved (see ``fuser-resolve-alias-hazards``)."""
+    hazards are resolved (see ``fuser-resolve-alias-hazards``). ``layouts``
+    says what the GPU kernels may assume of the arguments
+    (``{"input": [(dense, alignment) or None per input], "given": {output
+    index: (dense, alignment)}}``, from the executor's cache key, which
+    holds them); without it, kernels assume nothing."""
     context = make_context()
     stages: dict[str, str] = {}
     with context, ir.Location.unknown():
@@ -160,7 +197,7 @@ def compile_fusion(
         else:
             from fuser_mlir.lowering.gpu import compile_gpu
 
-            program = compile_gpu(module, device=device_index(device))
+            program = compile_gpu(module, device=device_index(device), layouts=segment_layouts(plan, layouts))
             stages["gpu"] = program.kernel_ir
             kernels = dict(program.kernels)
             image = program.image(fusion.name)

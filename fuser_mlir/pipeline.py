@@ -36,7 +36,7 @@ PIPELINES["fuser-cpu-pipeline"] = (
 )
 
 # Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
-GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
+GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
 # Outlined segments to PTX for sm_90 (fuser_mlir/lowering/gpu.py also links
 # libdevice, drops nuw flags and picks the device's architecture).
 PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, nvvm-attach-target{{chip=sm_90}}, gpu-module-to-binary{{format=isa}}"

@@ -125,8 +125,11 @@ class GpuKernels:
     arg_kinds: dict[str, list[ArgKind]]
 
 
-def lower_to_gpu(module: ir.Module | ir.Operation) -> GpuKernels:
-    """Schedule the segments of ``module`` (left unchanged) into kernels."""
+def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | None = None) -> GpuKernels:
+    """Schedule the segments of ``module`` (left unchanged) into kernels.
+    ``layouts`` gives per segment the (dense, alignment) of each tensor
+    argument (see :func:`fuser_mlir.compiler.segment_layouts`); without it
+    the kernels assume strided, unaligned arguments."""
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = segments_only(module)
     try:
@@ -149,7 +152,8 @@ def lower_to_gpu(module: ir.Module | ir.Operation) -> GpuKernels:
         for op in lowered.body.operations:
             op = op.operation
             if op.name == "func.func" and op.regions[0].blocks:  # segments_only kept segments alone
-                programs[symbol_name(op)] = schedule_segment(op, body, symbol_name(op))
+                name = symbol_name(op)
+                programs[name] = schedule_segment(op, body, name, (layouts or {}).get(name))
         text = _use_libdevice(str(kernels), [symbol_name(d) for d in declarations])
     return GpuKernels(ir.Module.parse(text, context=lowered.context), programs, kinds)
 
@@ -250,12 +254,15 @@ class GpuProgram:
         return KernelImage(backend="cuda", spec=spec, files=files)
 
 
-def compile_gpu(module: ir.Module, *, arch: str | None = None, load: bool | None = None, device: int = 0) -> GpuProgram:
+def compile_gpu(
+    module: ir.Module, *, arch: str | None = None, load: bool | None = None, device: int = 0, layouts: dict | None = None
+) -> GpuProgram:
     """Compile the segments of ``module`` (left unchanged) for ``arch``; needs
-    CUDA only to load (``load``: default where a GPU is present)."""
+    CUDA only to load (``load``: default where a GPU is present). See
+    :func:`lower_to_gpu` for ``layouts``."""
     arch = arch or target_arch()
     source = module.operation.get_asm(enable_debug_info=True)
-    scheduled = lower_to_gpu(module)
+    scheduled = lower_to_gpu(module, layouts)
     kernel_ir = str(scheduled.module)
     ptx = to_ptx(scheduled.module, arch, source)
     cubin = assemble(ptx, arch)

@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fuser_mlir._mlir import arith, gpu, ir, memref, scf
+from fuser_mlir._mlir import arith, gpu, ir, memref, scf, vector
 from fuser_mlir.errors import CompileError
 from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, Temp
 
@@ -65,6 +65,11 @@ MAX_BLOCKS = 1056
 OUTER_TARGET_BLOCKS = 1056
 #: Fewest reduced rows per split of the outer-reduction scheme.
 OUTER_MIN_ROWS = 32
+
+#: Bytes per vector load/store of the flat pointwise scheme.
+VECTOR_BYTES = 16
+#: (dense, alignment) of the buffers the runtime allocates.
+FRESH_LAYOUT = (True, 256)
 
 #: Reduction combiner (arith op) -> ``gpu.all_reduce`` operation.
 ALL_REDUCE_OPS = {
@@ -91,6 +96,13 @@ _IDENTITY = {"add": 0, "mul": 1, "xor": 0}
 
 #: Host ops that only compute sizes or scalars: recomputed where needed.
 _PURE_PREFIXES = ("arith.", "math.", "index.")
+
+
+def _element_bytes(element: ir.Type) -> int:
+    if isinstance(element, ir.IndexType):
+        return 8
+    width = ir.FloatType(element).width if isinstance(element, ir.FloatType) else ir.IntegerType(element).width
+    return max(1, width // 8)
 
 
 def _index(value: int) -> ir.Value:
@@ -230,6 +242,7 @@ class _Kernel:
             self.zero = self.anchor
         self.bindings: list[list] = []
         self.mapping: dict[ir.Value, ir.Value] = {}
+        self.views: dict[tuple, ir.Value] = {}
 
     # -- arguments and host values ---------------------------------------------------
 
@@ -238,6 +251,19 @@ class _Kernel:
             self.mapping[host] = self.entry.add_argument(host.type, self.segment.location)
             self.bindings.append(self.segment.binding(host))
         return self.mapping[host]
+
+    def view_argument(self, host: ir.Value, lanes: int) -> ir.Value:
+        """``host`` (a dense buffer) as a 1-D kernel argument of its elements
+        (``lanes`` 1) or of vectors of ``lanes`` elements."""
+        key = (host, lanes)
+        if key not in self.views:
+            element = ir.MemRefType(host.type).element_type
+            if lanes > 1:
+                element = ir.VectorType.get([lanes], element)
+            mtype = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], element)
+            self.views[key] = self.entry.add_argument(mtype, self.segment.location)
+            self.bindings.append(["flat", self.segment.binding(host), lanes])
+        return self.views[key]
 
     def value(self, host: ir.Value) -> ir.Value:
         """``host`` (a value of the segment function) inside this kernel."""
@@ -322,20 +348,27 @@ class _Kernel:
         """Clone the generic's body at ``ivs``; ``outs`` are the values of its
         output block arguments (accumulators), loaded from the outputs when
         None and used by the body. Returns the yielded values."""
-        block = g.body
-        local: dict[ir.Value, ir.Value] = {}
-        arguments = list(block.arguments)
+        arguments = list(g.body.arguments)
+        values: list[ir.Value | None] = []
         for arg, operand, amap in zip(arguments, g.inputs, g.maps):
-            if list(arg.uses):
-                local[arg] = self.load(operand, amap, ivs)
+            values.append(self.load(operand, amap, ivs) if list(arg.uses) else None)
         for i, arg in enumerate(arguments[len(g.inputs) :]):
             if outs is not None:
-                local[arg] = outs[i]
-            elif list(arg.uses):
-                local[arg] = self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs)
+                values.append(outs[i])
+            else:
+                values.append(self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs) if list(arg.uses) else None)
+        return self.apply(g, values, ivs)
+
+    def apply(self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None) -> list[ir.Value]:
+        """Clone the generic's body with ``values`` for its block arguments
+        (None for unused ones); returns the yielded values."""
+        block = g.body
+        local: dict[ir.Value, ir.Value] = {arg: v for arg, v in zip(block.arguments, values) if v is not None}
         ops = list(block.operations)
         for op in ops[:-1]:
             if op.name == "linalg.index":
+                if ivs is None:
+                    raise CompileError("a generic that reads its iteration indices was given no indices")
                 local[op.results[0]] = ivs[ir.IntegerAttr(op.attributes["dim"]).value]
                 continue
             if op.regions:
@@ -360,8 +393,9 @@ class _Kernel:
 class _SegmentScheduler:
     """Schedules the linalg ops of one segment function into kernels."""
 
-    def __init__(self, func: ir.Operation, gpu_module_body: ir.Block, prefix: str):
+    def __init__(self, func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None):
         self.func = func
+        self.layouts = list(layouts or [])
         self.gpu_module_body = gpu_module_body
         self.prefix = prefix
         self.location = func.location
@@ -426,6 +460,14 @@ class _SegmentScheduler:
 
     def size_formulas(self, g: _Generic) -> list[list]:
         return [self.dim_formula(*self.operand_for_dim(g, d)) for d in range(len(g.iterators))]
+
+    def layout(self, buffer: ir.Value) -> tuple[bool, int]:
+        """(dense, alignment in bytes) of a buffer the kernels read or write."""
+        binding = self.binding(buffer)
+        if binding[0] == "arg":
+            known = self.layouts[binding[1]] if binding[1] < len(self.layouts) else None
+            return tuple(known) if known else (False, 1)
+        return FRESH_LAYOUT  # temporaries and views of them: allocated by the runtime
 
     def kernel(self) -> _Kernel:
         return _Kernel(self, f"{self.prefix}_k{len(self.launches)}")
@@ -559,7 +601,67 @@ class _SegmentScheduler:
         step = arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
         return scf.ForOp(start, count, step)
 
+    def flat_lanes(self, g: _Generic) -> int | None:
+        """Vector lanes of the flat pointwise scheme for ``g`` (1: scalar), or
+        None when it does not apply: every tensor operand must be read and
+        written at the same (identity) index and be dense, and the body must
+        not read the outputs or the iteration indices."""
+        rank = len(g.iterators)
+        identity = ir.AffineMap.get_identity(rank)
+        tensors = [(v, m) for v, m in zip([*g.inputs, *g.outputs], g.maps) if isinstance(v.type, ir.ShapedType)]
+        if any(m != identity for _, m in tensors) or any(not self.layout(v)[0] for v, _ in tensors):
+            return None
+        outs = list(g.body.arguments)[len(g.inputs) :]
+        if any(list(a.uses) for a in outs) or any(op.name == "linalg.index" for op in g.body.operations):
+            return None
+        sizes = [_element_bytes(ir.MemRefType(v.type).element_type) for v, _ in tensors]
+        lanes = VECTOR_BYTES // max(sizes)
+        while lanes > 1 and any(self.layout(v)[1] % (lanes * size) for (v, _), size in zip(tensors, sizes)):
+            lanes //= 2
+        return lanes
+
+    def flat_pointwise(self, g: _Generic, lanes: int) -> None:
+        """Dense operands read at a flat index, ``lanes`` elements per load and
+        store (16-byte vectors where the alignment allows); the last
+        ``size % lanes`` elements in a scalar tail loop."""
+        k = self.kernel()
+        shaped = [isinstance(v.type, ir.ShapedType) for v in g.inputs]
+        with ir.InsertionPoint(k.entry), self.location:
+            count = k.product(k.loop_sizes(g))
+            start = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
+            step = arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
+            done = _index(0)
+            if lanes > 1:
+                width = _index(lanes)
+                vectors = arith.DivUIOp(count, width).result
+                loop = scf.ForOp(start, vectors, step)
+                with ir.InsertionPoint(loop.body):
+                    j = loop.induction_variable
+                    loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if t else None for v, t in zip(g.inputs, shaped)]
+                    results = []
+                    for lane in range(lanes):
+                        values = [vector.ExtractOp(x, [], [lane]).result if t else k.value(v) for x, v, t in zip(loaded, g.inputs, shaped)]
+                        results.append(k.apply(g, values + [None] * len(g.outputs)))
+                    for i, output in enumerate(g.outputs):
+                        element = ir.MemRefType(output.type).element_type
+                        packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
+                        memref.StoreOp(packed, k.view_argument(output, lanes), [j])
+                    scf.YieldOp([])
+                done = arith.MulIOp(vectors, width).result
+            tail = scf.ForOp(arith.AddIOp(done, start).result, count, step)
+            with ir.InsertionPoint(tail.body):
+                i = tail.induction_variable
+                values = [memref.LoadOp(k.view_argument(v, 1), [i]).result if t else k.value(v) for v, t in zip(g.inputs, shaped)]
+                for value, output in zip(k.apply(g, values + [None] * len(g.outputs)), g.outputs):
+                    memref.StoreOp(value, k.view_argument(output, 1), [i])
+                scf.YieldOp([])
+        k.finish([["min", _ceildiv(_product(self.size_formulas(g)), THREADS * lanes), ["const", MAX_BLOCKS]], ["const", 1], ["const", 1]])
+
     def pointwise(self, g: _Generic) -> None:
+        lanes = self.flat_lanes(g)
+        if lanes is not None:
+            self.flat_pointwise(g, lanes)
+            return
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
             sizes = k.loop_sizes(g)
@@ -714,7 +816,8 @@ class _SegmentScheduler:
         k.finish([self._capped_blocks(_product([size[d] for d in ps])), ["const", 1], ["const", 1]])
 
 
-def schedule_segment(func: ir.Operation, gpu_module_body: ir.Block, prefix: str) -> SegmentProgram:
+def schedule_segment(func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None) -> SegmentProgram:
     """Kernels for the segment function ``func`` (linalg on memrefs, generalised)
-    appended to ``gpu_module_body``; returns its launch program."""
-    return _SegmentScheduler(func, gpu_module_body, prefix).run()
+    appended to ``gpu_module_body``; returns its launch program. ``layouts``
+    has the (dense, alignment) of each argument (None: unknown, strided)."""
+    return _SegmentScheduler(func, gpu_module_body, prefix, layouts).run()

@@ -244,8 +244,38 @@ class _SegmentLowering:
             operand = self.recompute(op.operands[0], {})
             self.values[op.results[0]] = lower_op(op, [operand])
         else:
-            operands = [self.operand(v) for v in op.operands]
+            operands = [self.shared_or_recomputed(v) if _is_elementwise(op) else self.operand(v) for v in op.operands]
             self.values[op.results[0]] = lower_op(op, operands)
+
+    def shared_or_recomputed(self, value: ir.Value) -> ir.Value:
+        """The operand of an elementwise op: recomputed privately when it is a
+        small elementwise cone with several uses (the upcast of a bfloat16
+        input read twice), so that linalg-fuse-elementwise-ops, which fuses
+        single-use producers only, fuses it instead of writing it to a
+        full-size intermediate buffer; else the shared lowered value."""
+        owner = value.owner
+        if isinstance(owner, ir.Block) or not _is_elementwise(owner) or len(list(value.uses)) < 2:
+            return self.operand(value)
+        if _cone_size(value, RECOMPUTE_LIMIT + 1) > RECOMPUTE_LIMIT:
+            return self.operand(value)
+        return self.recompute(value, {})
+
+
+#: Largest elementwise cone recomputed per use instead of shared (ops).
+RECOMPUTE_LIMIT = 2
+
+
+def _cone_size(value: ir.Value, limit: int) -> int:
+    """Elementwise ops in the cone of ``value`` (counting stops at ``limit``)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or not _is_elementwise(owner):
+        return 0
+    total = 1
+    for operand in owner.operands:
+        if total >= limit:
+            break
+        total += _cone_size(operand, limit - total)
+    return total
 
 
 def _is_elementwise(op: ir.Operation) -> bool:

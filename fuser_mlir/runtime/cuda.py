@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 import struct
 import threading
 
@@ -35,7 +36,7 @@ import numpy as np
 from fuser_mlir.errors import CudaError
 from fuser_mlir.runtime.arrays import DeviceArray, check, driver, make_current, primary_context
 from fuser_mlir.runtime.cpu import ArgKind
-from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, evaluate
+from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, compile_formula
 
 _state = threading.local()
 _modules: dict[tuple[int, str], object] = {}  # (device, sha256 of the binary) -> CUmodule
@@ -141,55 +142,98 @@ def _function(module: object, name: str) -> object:
 
 class _Launch:
     """One kernel launch with its parameter buffer: one 8-byte slot per
-    kernel parameter, and the ``void*`` array pointing at the slots."""
+    kernel parameter, and the ``void*`` array pointing at the slots. The
+    grid formulas and the slot fillers are closures made once; a call
+    evaluates them and refills the slots in place."""
 
     def __init__(self, launch: KernelLaunch, function: object, arg_kinds: list[ArgKind], temp_ranks: list[int]):
         self.launch = launch
         self.function = function
+        self.handle = int(function) if function is not None else 0
+        self.grid = [compile_formula(e) for e in launch.grid]
+        self.block = tuple(launch.block)
         self.fillers = []
         count = 0
         for binding in launch.args:
             kind = binding[0]
             if kind == "arg" and not arg_kinds[binding[1]].is_tensor:
-                self.fillers.append((binding, count, _scalar_format(arg_kinds[binding[1]].dtype)))
+                self.fillers.append(_scalar_filler(count, binding[1], arg_kinds[binding[1]].dtype))
                 count += 1
                 continue
             if kind == "arg":
                 rank = arg_kinds[binding[1]].rank
             elif kind == "temp":
                 rank = temp_ranks[binding[1]]
+            elif kind == "flat":
+                rank = 1
             else:
                 rank = len(binding[2])
-            self.fillers.append((binding, count, rank))
+            self.fillers.append(_memref_filler(count, binding))
             count += 3 + 2 * rank
         self.count = count
         self.slots = (ctypes.c_int64 * max(1, count))()
         base = ctypes.addressof(self.slots)
         self.pointers = (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
+        self.params = ctypes.addressof(self.pointers)
 
-    def pack(self, args, temps) -> None:
+    def pack(self, args, temps, shapes=None) -> None:
+        """Fill the slots for ``args`` (the segment's arguments) and ``temps``."""
+        if shapes is None:
+            shapes = [getattr(a, "shape", ()) for a in args]
         slots = self.slots
-        for binding, at, how in self.fillers:
-            kind = binding[0]
-            if kind == "arg" and isinstance(how, str):
-                slots[at] = _scalar_bits(how, args[binding[1]])
-                continue
-            if kind == "view":
-                array = temps[binding[1]]
-                shape = binding[3]
-                strides = _contiguous(shape)
-            else:
-                array = args[binding[1]] if kind == "arg" else temps[binding[1]]
-                shape = array.shape
-                itemsize = array.itemsize
-                strides = [s // itemsize for s in array.strides]
+        for fill in self.fillers:
+            fill(slots, args, temps, shapes)
+
+
+def _strides_in_elements(array) -> list[int]:
+    itemsize = array.itemsize
+    return [s // itemsize for s in array.strides]
+
+
+def _memref_filler(at: int, binding: list):
+    """A closure writing the memref descriptor of ``binding`` at slot ``at``:
+    allocated and aligned pointer (the address of element 0), offset 0,
+    sizes, strides in elements."""
+    kind = binding[0]
+    if kind == "flat":  # a dense buffer as 1-D elements or vectors of binding[2] elements
+        inner, lanes = binding[1], binding[2]
+        source = 0 if inner[0] == "arg" else 1
+        index = inner[1]
+
+        def fill_flat(slots, args, temps, shapes):
+            array = (args, temps)[source][index]
             pointer = array.ptr
-            rank = len(shape)
-            slots[at] = pointer
-            slots[at + 1] = pointer
-            slots[at + 2] = 0
-            slots[at + 3 : at + 3 + rank] = list(shape)
-            slots[at + 3 + rank : at + 3 + 2 * rank] = list(strides)
+            slots[at : at + 5] = (pointer, pointer, 0, math.prod(array.shape) // lanes, 1)
+
+        return fill_flat
+    if kind == "view":  # a temporary with another contiguous shape (a reshape)
+        index, sizes = binding[1], [compile_formula(e) for e in binding[2]]
+
+        def fill_view(slots, args, temps, shapes):
+            pointer = temps[index].ptr
+            shape = [size(shapes, args) for size in sizes]
+            slots[at : at + 3 + 2 * len(shape)] = (pointer, pointer, 0, *shape, *_contiguous(shape))
+
+        return fill_view
+    source = 0 if kind == "arg" else 1
+    index = binding[1]
+
+    def fill(slots, args, temps, shapes):
+        array = (args, temps)[source][index]
+        pointer = array.ptr
+        slots[at : at + 3 + 2 * array.ndim] = (pointer, pointer, 0, *array.shape, *_strides_in_elements(array))
+
+    return fill
+
+
+def _scalar_filler(at: int, index: int, dtype: str):
+    """A closure writing scalar argument ``index`` into the low bytes of slot ``at``."""
+    fmt = _scalar_format(dtype)
+
+    def fill_scalar(slots, args, temps, shapes):
+        slots[at] = _scalar_bits(fmt, args[index])
+
+    return fill_scalar
 
 
 def _contiguous(shape) -> list[int]:
@@ -214,6 +258,31 @@ def _scalar_bits(fmt: str, value) -> int:
     return int.from_bytes(raw, "little", signed=False) if len(raw) < 8 else struct.unpack("<q", raw)[0]
 
 
+@functools.cache
+def _raw_launch():
+    """``cuLaunchKernel`` of the driver library cuda-python uses, called
+    through ctypes: cuda-python's wrapper costs about 4 µs per call, this
+    under 1 µs (issue 9's host budget is 10 µs). None when ctypes cannot load
+    the library; launches then go through cuda-python."""
+    try:
+        library = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    function = library.cuLaunchKernel
+    u32, ptr = ctypes.c_uint32, ctypes.c_void_p
+    function.argtypes = [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _launch_failed(code: int, launch: _Launch, grid) -> CudaError:
+    drv = driver()
+    error = drv.CUresult(code)
+    _, name = drv.cuGetErrorName(error)
+    text = name.decode() if isinstance(name, bytes) else str(error)
+    return CudaError(f"cuLaunchKernel({launch.launch.kernel}, grid={tuple(grid)}, block={launch.block}) failed: {text}")
+
+
 class CudaSegment:
     """One segment's kernels, called as ``segment(*args)`` with device-array
     views (and Python scalars) in the segment's argument order: allocates the
@@ -225,39 +294,37 @@ class CudaSegment:
         self.program = program
         self.device = device
         self.arg_kinds = arg_kinds
-        self.temp_dtypes = [_temp_dtype(t.dtype) for t in program.temps]
-        self.launches = []
-        for launch in program.launches:
-            bindings = [list(b) for b in launch.args]
-            for b in bindings:
-                if b[0] == "view":
-                    b.append(None)  # the evaluated shape goes here, per call
-            launch = KernelLaunch(launch.kernel, launch.grid, launch.block, bindings, launch.shared_bytes)
-            function = _function(module, launch.kernel) if module is not None else None
-            self.launches.append(_Launch(launch, function, arg_kinds, [len(t.shape) for t in program.temps]))
+        self.temps = [([compile_formula(e) for e in t.shape], _temp_dtype(t.dtype)) for t in program.temps]
+        temp_ranks = [len(t.shape) for t in program.temps]
+        self.launches = [
+            _Launch(launch, _function(module, launch.kernel) if module is not None else None, arg_kinds, temp_ranks)
+            for launch in program.launches
+        ]
+        self.raw = _raw_launch()
 
     def __call__(self, *args) -> None:
         shapes = [getattr(a, "shape", ()) for a in args]
         stream = current_stream()
         temps = [
-            DeviceArray.empty([evaluate(e, shapes, args) for e in temp.shape], dtype, self.device, stream=stream)
-            for temp, dtype in zip(self.program.temps, self.temp_dtypes)
+            DeviceArray.empty([size(shapes, args) for size in sizes], dtype, self.device, stream=stream)
+            for sizes, dtype in self.temps
         ]
-        drv = driver()
+        raw = self.raw
         for launch in self.launches:
-            spec = launch.launch
-            grid = [evaluate(e, shapes, args) for e in spec.grid]
-            if min(grid) <= 0:
-                continue
-            for binding, _, _ in launch.fillers:
-                if binding[0] == "view":
-                    binding[3] = [evaluate(e, shapes, args) for e in binding[2]]
-            launch.pack(args, temps)
-            bx, by, bz = spec.block
-            check(
-                drv.cuLaunchKernel(launch.function, *grid, bx, by, bz, spec.shared_bytes, stream, ctypes.addressof(launch.pointers), 0),
-                f"cuLaunchKernel({spec.kernel}, grid={tuple(grid)}, block={tuple(spec.block)})",
-            )
+            gx, gy, gz = [g(shapes, args) for g in launch.grid]
+            if gx <= 0 or gy <= 0 or gz <= 0:
+                continue  # an empty tensor: nothing to do
+            launch.pack(args, temps, shapes)
+            bx, by, bz = launch.block
+            if raw is not None:
+                code = raw(launch.handle, gx, gy, gz, bx, by, bz, 0, stream, launch.params, None)
+                if code:
+                    raise _launch_failed(code, launch, (gx, gy, gz))
+            else:
+                check(
+                    driver().cuLaunchKernel(launch.function, gx, gy, gz, bx, by, bz, 0, stream, launch.params, 0),
+                    f"cuLaunchKernel({launch.launch.kernel}, grid={(gx, gy, gz)}, block={launch.block})",
+                )
         del temps  # freed in stream order, after the launches above
 
 

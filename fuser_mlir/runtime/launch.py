@@ -13,8 +13,10 @@ of argument ``k``), ``["arg", k]`` (the value of scalar argument ``k``) and
 rounds down).
 
 Bindings say what a kernel argument is: ``["arg", k]`` (argument ``k`` of the
-segment), ``["temp", j]`` (temporary ``j``) or ``["view", j, shape]``
-(temporary ``j`` seen with another, contiguous shape: a reshape).
+segment), ``["temp", j]`` (temporary ``j``), ``["view", j, shape]``
+(temporary ``j`` seen with another, contiguous shape: a reshape) or
+``["flat", binding, lanes]`` (a dense buffer as a 1-D memref of its
+elements, or of vectors of ``lanes`` elements: ``size // lanes`` of them).
 
 Kernel parameters follow MLIR's lowering of ``gpu.func`` arguments: a memref of
 rank ``r`` is ``3 + 2r`` 64-bit parameters (allocated pointer, aligned pointer,
@@ -24,7 +26,7 @@ offset, sizes, strides in elements), a scalar is one parameter of its type.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 _BINARY = {
@@ -49,6 +51,25 @@ def evaluate(expr: list, shapes: Sequence[Sequence[int]], scalars: Sequence[obje
     if kind == "arg":
         return int(scalars[expr[1]])
     return int(_BINARY[kind](evaluate(expr[1], shapes, scalars), evaluate(expr[2], shapes, scalars)))
+
+
+def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[object]], int]:
+    """``evaluate(expr, ...)`` as a closure of the argument shapes and values,
+    for formulas evaluated on every call (no tree walk, no dispatch)."""
+    kind = expr[0]
+    if kind == "const":
+        value = int(expr[1])
+        return lambda shapes, args: value
+    if kind == "argdim":
+        k, d = int(expr[1]), int(expr[2])
+        return lambda shapes, args: shapes[k][d]
+    if kind == "arg":
+        k = int(expr[1])
+        return lambda shapes, args: int(args[k])
+    if kind not in _BINARY:
+        raise ValueError(f"unknown formula node {kind!r}")
+    op, left, right = _BINARY[kind], compile_formula(expr[1]), compile_formula(expr[2])
+    return lambda shapes, args: op(left(shapes, args), right(shapes, args))
 
 
 def describe(expr: list) -> str:
@@ -110,6 +131,8 @@ class SegmentProgram:
 
 
 def _binding_text(binding: list) -> str:
+    if binding[0] == "flat":
+        return f"{_binding_text(binding[1])} flat" + (f" x{binding[2]}" if binding[2] > 1 else "")
     if binding[0] == "view":
         return f"temp{binding[1]} as [{', '.join(describe(e) for e in binding[2])}]"
     return f"{binding[0]}{binding[1]}"

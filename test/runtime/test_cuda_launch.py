@@ -38,9 +38,23 @@ def test_memref_descriptors_and_scalars_fill_one_slot_each():
     assert [p - first.pointers[0] for p in first.pointers] == [8 * i for i in range(first.count)]
 
     byte_temp = DeviceArray(0x3000, (6,), (1,), np.int8)
-    for binding, _, _ in second.fillers:
-        if binding[0] == "view":
-            binding[3] = [2, 3]
     second.pack([x, 1.5, -2.25, 1.0], [temp, byte_temp])
     assert list(second.slots[:7]) == [0x3000, 0x3000, 0, 2, 3, 3, 1]  # a contiguous view of the temporary
     assert second.slots[7] == 0x3F80  # bfloat16 1.0
+
+
+def test_flat_views_describe_dense_buffers_as_one_dimensional_vectors():
+    program = SegmentProgram(launches=[KernelLaunch("k", [["const", 1]] * 3, [256, 1, 1], [["flat", ["arg", 0], 4], ["flat", ["arg", 0], 1]])])
+    segment = CudaSegment("seg", program, None, [ArgKind.tensor("float32", 3)], device=0)
+    (launch,) = segment.launches
+    x = DeviceArray(0x4000, (2, 3, 8), (96, 32, 4), np.float32)
+    launch.pack([x], [])
+    assert list(launch.slots[:10]) == [0x4000, 0x4000, 0, 12, 1, 0x4000, 0x4000, 0, 48, 1]
+
+
+def test_compiled_formulas_agree_with_the_evaluator():
+    from fuser_mlir.runtime.launch import compile_formula, evaluate
+
+    expr = ["max", ["const", 1], ["min", ["ceildiv", ["argdim", 0, 0], ["const", 32]], ["ceildiv", ["const", 1056], ["ceildiv", ["argdim", 0, 1], ["const", 256]]]]]
+    for shape in [(0, 5), (31, 7), (100000, 1024), (5, 300000)]:
+        assert compile_formula(expr)([shape], []) == evaluate(expr, [shape], [])

@@ -91,6 +91,17 @@ def tensor_signature(array: np.ndarray) -> tuple:
     return (str(array.dtype), array.ndim, order, contiguity(array, order), broadcast, alignment_class(array))
 
 
+def layout_of(signature: tuple) -> tuple[bool, int]:
+    """What the kernels may assume of a tensor with this cache-key signature:
+    (dense, alignment). Dense: its elements sit in C order without gaps
+    (size-1 dims aside), so it can be read at a flat index; alignment: the
+    alignment class of its data pointer in bytes."""
+    _, _, order, flags, _, alignment = signature
+    ranks = [order[d] for d, flag in enumerate(flags) if flag is not None]
+    dense = all(flag is not False for flag in flags) and all(a > b for a, b in zip(ranks, ranks[1:]))
+    return dense, alignment
+
+
 def as_array(value: object, device: str):
     """``value`` as the runtime's array type on ``device`` (a NumPy array on
     the CPU, a :class:`~fuser_mlir.runtime.arrays.DeviceArray` view on CUDA),
@@ -269,7 +280,6 @@ class FusionExecutorCache:
         executor._compiled[loaded.key] = loaded
         return executor
 
-
     def key(self, device: str, args: Sequence[object], given: dict[int, object]) -> tuple:
         inputs = tuple(type(a).__name__ if isinstance(a, (int, float, bool)) else tensor_signature(a) for a in args)
         outputs = tuple((i, tensor_signature(b)) for i, b in sorted(given.items()))
@@ -324,7 +334,14 @@ class FusionExecutorCache:
         from fuser_mlir.compiler import compile_fusion
 
         mask = tuple(i in given for i in range(len(visible_outputs(self.fusion))))
-        compiled = compile_fusion(self.fusion, given_outputs=mask, device=device, hazard_policy=self.hazard_policy)
+        _, inputs, outputs = key
+        layouts = {
+            "input": [None if isinstance(sig, str) else layout_of(sig) for sig in inputs],
+            "given": {i: layout_of(sig) for i, sig in outputs},
+        }
+        compiled = compile_fusion(
+            self.fusion, given_outputs=mask, device=device, hazard_policy=self.hazard_policy, layouts=layouts
+        )
         compiled.key = key
         self.stats.compilations += 1
         return compiled

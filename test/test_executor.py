@@ -197,3 +197,16 @@ def test_a_full_reduction_feeding_pointwise_ops_in_one_segment(device):
     squared, doubled = fd.execute([to_device(x, device)])
     np.testing.assert_allclose(to_host(squared), x64.sum() ** 2 + 1.0, rtol=1e-5)
     np.testing.assert_allclose(to_host(doubled), x64 * 2.0, rtol=1e-6)
+
+
+def test_layouts_say_which_tensors_kernels_may_read_at_a_flat_index():
+    from fuser_mlir.executor import layout_of, tensor_signature
+
+    base = np.zeros((4, 6), np.float32)
+    assert layout_of(tensor_signature(base)) == (True, 16) or layout_of(tensor_signature(base))[0]
+    assert layout_of(tensor_signature(base[:, 1:]))[0] is False  # gaps between rows
+    assert layout_of(tensor_signature(base.T))[0] is False  # column-major
+    assert layout_of(tensor_signature(base[::-1]))[0] is False  # negative stride
+    assert layout_of(tensor_signature(base[:1]))[0] is True  # a size-1 dim has no stride to honour
+    assert layout_of(tensor_signature(np.zeros((3, 1, 5), np.float32)[:, :, :]))[0] is True
+    assert layout_of(tensor_signature(base.reshape(-1)[1:]))[1] == 4  # 4-byte aligned, not 16

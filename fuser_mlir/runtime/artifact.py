@@ -412,19 +412,18 @@ class LoadedFusion:
         visible output, exactly as FusionExecutorCache.run."""
         return self.executor.run(inputs, outputs)
 
-    def execute(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None, torch_outputs: bool = False) -> list:
-        """Run on validated arguments (see FusionExecutorCache.run)."""
+    def execute(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None,
+                torch_outputs: bool = False, **options) -> list:
+        """Run on validated arguments, as CompiledFusion.execute (``options``
+        go to the CUDA runtime's execute_plan unchanged)."""
         if self.device == "cpu":
-            from fuser_mlir.runtime.cpu import numpy_dtype
-            from fuser_mlir.runtime.plan import execute
-
-            import numpy as np
-
-            return execute(self.plan, self.kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory)
+            return _execute_cpu(self.plan, self.kernels, args, given, memory)
         from fuser_mlir.runtime import cuda
 
         _, _, index = self.device.partition(":")
-        return cuda.execute_plan(self.plan, self.kernels, args, given, memory, device=int(index or 0), torch_outputs=torch_outputs)
+        return cuda.execute_plan(
+            self.plan, self.kernels, args, given, memory, device=int(index or 0), torch_outputs=torch_outputs, **options
+        )
 
     def mismatch(self, key) -> str:
         """Why arguments with executor key ``key`` cannot run this artifact."""
@@ -451,6 +450,15 @@ class LoadedFusion:
 
     def __repr__(self) -> str:
         return f"LoadedFusion({self.name!r} on {self.device}: {self.num_segments} segment(s))"
+
+
+def _execute_cpu(plan, kernels, args, given, memory):
+    import numpy as np
+
+    from fuser_mlir.runtime.cpu import numpy_dtype
+    from fuser_mlir.runtime.plan import execute
+
+    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory)
 
 
 def _image_files(manifest: dict) -> list[str]:

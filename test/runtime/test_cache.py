@@ -251,3 +251,39 @@ def test_an_unwritable_cache_warns_and_still_runs(tmp_path, monkeypatch):
     with pytest.warns(CacheWarning, match=r"cannot store 'small'"):
         (out,) = fd.execute([x])
     np.testing.assert_allclose(out, np.sin(x.astype(np.float64)) * 2.0, rtol=1e-6)
+
+
+def _variant(kind: str) -> FusionDefinition:
+    """A small fusion, changed in one respect per ``kind``."""
+    with FusionDefinition(name="other" if kind == "name" else "v") as fd:
+        shape = [-1, 4] if kind == "static" else [-1, -1]
+        dtype = DataType.Double if kind == "dtype" else DataType.Float
+        x = fd.define_tensor(shape=shape, dtype=dtype, contiguity=True if kind == "contiguity" else None)
+        y = fd.define_tensor(shape=shape, dtype=dtype)
+        t = x * (3.0 if kind == "constant" else 2.0)
+        t = fd.ops.sub(t, y) if kind == "op" else fd.ops.add(t, y)
+        t = fd.ops.add(y, t) if kind == "order" else fd.ops.add(t, y)
+        if kind == "alias":
+            fd.add_output(t, x)
+        else:
+            fd.add_output(t)
+        if kind == "two-outputs":
+            fd.add_output(y * 2.0)
+    return fd
+
+
+def fd_add(fd, a, b):
+    return fd.ops.add(a, b)
+
+
+VARIANTS = ["same", "name", "static", "dtype", "contiguity", "constant", "op", "order", "alias", "two-outputs"]
+
+
+def test_the_definition_fingerprint_ignores_locations_and_sees_every_change():
+    with FusionDefinition(name="v") as inline:  # the program of _variant("same"), written elsewhere
+        x, y = inline.define_tensor(shape=[-1, -1]), inline.define_tensor(shape=[-1, -1])
+        inline.add_output(fd_add(inline, fd_add(inline, x * 2.0, y), y))
+    assert inline.fingerprint() == _variant("same").fingerprint()
+    assert inline.records[0].loc != _variant("same").records[0].loc
+    prints = {kind: _variant(kind).fingerprint() for kind in VARIANTS}
+    assert len(set(prints.values())) == len(VARIANTS), prints

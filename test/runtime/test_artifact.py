@@ -182,6 +182,7 @@ def test_loading_and_running_needs_no_mlir(exported):
         (out,) = loaded.run([x, bias, 0.7])
         np.save({str(path.parent / 'out.npy')!r}, out)
         assert not any(m == "mlir" or m.startswith("mlir.") for m in sys.modules)
+        assert not any(m == "cuda" or m.startswith("cuda.") for m in sys.modules)  # the CUDA loader stays unimported
         print("ran without mlir")
         """
     )
@@ -364,3 +365,35 @@ def test_a_loaded_artifact_exports_again_and_keeps_its_stages(exported, tmp_path
     again = fuser_mlir.load(loaded.export(tmp_path / "again.fsn"))
     assert again.ir("fuser") == loaded.ir("fuser") and "llvm.func" in again.ir("cpu")
     assert again.to_dot().startswith('digraph "softmax"')
+
+
+def test_a_cuda_artifact_exports_and_inspects_anywhere_and_loads_only_with_cuda(tmp_path, capsys):
+    """The GPU pipeline compiles without a GPU; such an artifact is checked and
+    inspected here, and loading it names what is missing (or runs, on a GPU)."""
+    from devices import cuda_available
+
+    from fuser_mlir.compiler import compile_fusion
+    from fuser_mlir.errors import CudaError
+    from fuser_mlir.executor import FusionExecutorCache
+    from fuser_mlir.tools.cli import main
+
+    with FusionDefinition(name="gpu") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x) * 2.0)
+    example = rand(4, 8)
+    compiled = compile_fusion(fd, device="cuda:0")
+    compiled.key = FusionExecutorCache(fd).key("cuda:0", [example], {})
+    path = compiled.export(tmp_path / "gpu.fsn")
+    manifest, files = read_artifact(path)
+    assert manifest["backend"] == "cuda" and any(name.endswith(".ptx") for name in files)
+    assert main(["inspect", path]) == 0
+    assert "backend cuda (cuda:0)" in capsys.readouterr().out
+    if not cuda_available():
+        with pytest.raises(CudaError, match=r"CUDA is not available"):
+            fuser_mlir.load(path)
+        return
+    from devices import to_device, to_host
+
+    loaded = fuser_mlir.load(path)
+    (out,) = loaded.run([to_device(example, "cuda")])
+    np.testing.assert_allclose(to_host(out), np.exp(example.astype(np.float64)) * 2.0, rtol=1e-5)

@@ -57,6 +57,8 @@ FORMAT = "fuser-mlir-artifact"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 ZIP_SUFFIX = ".fsn"
+#: The largest file a zip artifact may unpack to (a guard against zip bombs).
+MAX_FILE_BYTES = 1 << 30
 
 
 # -- versions -----------------------------------------------------------------------
@@ -272,6 +274,8 @@ def _read_zip(path: Path) -> dict[str, bytes]:
             check_entry_path(info.filename, str(path))
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise ArtifactError(f"entry path check failed: {path} entry {info.filename!r} is a symbolic link; refusing to load it")
+            if info.file_size > MAX_FILE_BYTES:
+                raise ArtifactError(f"size check failed: {path} entry {info.filename!r} unpacks to {info.file_size} bytes, more than {MAX_FILE_BYTES}")
             if info.filename in contents:
                 raise ArtifactError(f"entry path check failed: {path} has the entry {info.filename!r} twice")
             try:

@@ -170,7 +170,9 @@ class DiskCache:
         return found
 
     def evict(self) -> int:
-        """Delete least recently used entries until the cache fits ``max_bytes``; how many went."""
+        """Delete least recently used entries until the cache fits ``max_bytes``
+        (and temporary files that a killed writer left, after an hour); how many entries went."""
+        self._remove_stale_temporaries()
         entries = sorted(self.entries(), key=lambda e: e[2])
         total = sum(size for _, size, _ in entries)
         removed = 0
@@ -181,6 +183,19 @@ class DiskCache:
             total -= size
             removed += 1
         return removed
+
+    def _remove_stale_temporaries(self, age_s: float = 3600.0) -> None:
+        import time
+
+        if not self.root.is_dir():
+            return
+        limit = time.time() - age_s
+        for path in self.root.glob("*/.*.tmp"):
+            try:
+                if path.stat().st_mtime < limit:
+                    _remove(path)
+            except FileNotFoundError:
+                continue
 
     def stats(self) -> DiskStats:
         entries = self.entries()

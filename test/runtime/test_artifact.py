@@ -283,6 +283,15 @@ def test_zip_entries_that_leave_the_artifact_are_refused(tmp_path, name):
     assert not (tmp_path.parent / "evil.txt").exists()
 
 
+def test_a_zip_entry_that_unpacks_too_large_is_refused(tmp_path, monkeypatch):
+    from fuser_mlir.runtime import artifact
+
+    fd = softmax_fusion()
+    path = fd.compile(softmax_args()).export(tmp_path / "a.fsn")
+    monkeypatch.setattr(artifact, "MAX_FILE_BYTES", 1000)
+    expect_failure(path, r"size check failed: .* unpacks to \d+ bytes, more than 1000")
+
+
 def test_unlisted_zip_entries_are_refused(tmp_path):
     fd = softmax_fusion()
     path = Path(fd.compile(softmax_args()).export(tmp_path / "a.fsn"))

@@ -231,6 +231,18 @@ def test_lru_eviction_keeps_the_cache_within_its_bound(tmp_path, monkeypatch):
     assert DiskCache().stats().total_bytes <= 3 * size + size // 2
 
 
+def test_eviction_removes_temporaries_a_killed_writer_left(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    small_fusion("exp").execute([rand(2, 3)])
+    folder = entries(tmp_path)[0].parent
+    old, fresh = folder / ".x.fsn.old.tmp", folder / ".x.fsn.new.tmp"
+    old.write_bytes(b"partial")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    DiskCache().evict()
+    assert not old.exists() and fresh.exists()
+
+
 def test_stats_and_clear(tmp_path):
     cache = DiskCache(tmp_path / "c", max_bytes=1 << 20)
     assert cache.stats().entries == 0 and cache.clear() == 0

@@ -43,7 +43,6 @@ import os
 import posixpath
 import shutil
 import stat
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -181,24 +180,23 @@ def artifact_contents(compiled, extra: dict | None = None) -> tuple[dict, dict[s
     return manifest, files
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _temporary_name(path: Path) -> Path:
+    import secrets
+
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
 
 
 def write_zip(path: Path, manifest: dict, files: dict[str, bytes], *, private: bool = False) -> None:
     """Write a ``.fsn`` zip to a temporary name next to ``path``, then rename it
-    into place; ``private`` keeps it owner-only (else the umask decides)."""
+    into place; ``private`` makes it owner-only (else the umask decides)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temp = _temporary_name(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
             z.writestr(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
             for name, data in sorted(files.items()):
                 z.writestr(name, data)
-        if not private:
-            os.chmod(temp, 0o666 & ~_umask())
         os.replace(temp, path)
     except BaseException:
         _remove(temp)
@@ -211,14 +209,14 @@ def write_directory(path: Path, manifest: dict, files: dict[str, bytes]) -> None
     if path.exists() and not (path / MANIFEST).is_file():
         raise ArtifactError(f"cannot export to {path}: it exists and is not a fuser-mlir artifact; choose a new path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    temp = _temporary_name(path)
+    temp.mkdir()
     try:
         for name, data in files.items():
             target = temp / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.chmod(temp, 0o777 & ~_umask())
         if path.exists():
             shutil.rmtree(path)
         os.replace(temp, path)

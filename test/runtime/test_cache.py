@@ -299,3 +299,11 @@ def test_the_definition_fingerprint_ignores_locations_and_sees_every_change():
     assert inline.records[0].loc != _variant("same").records[0].loc
     prints = {kind: _variant(kind).fingerprint() for kind in VARIANTS}
     assert len(set(prints.values())) == len(VARIANTS), prints
+
+
+def test_the_cache_and_artifact_modules_do_not_import_mlir():
+    code = (
+        "import sys, fuser_mlir.runtime.cache, fuser_mlir.runtime.artifact, fuser_mlir.runtime.image, fuser_mlir.runtime.signature\n"
+        "sys.exit(any(m == 'mlir' or m.startswith('mlir.') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(REPO))).returncode == 0

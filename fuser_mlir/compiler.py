@@ -94,16 +94,24 @@ class CompiledFusion:
         return self.stages[stage]
 
     def execute(
-        self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None, torch_outputs: bool = False
+        self,
+        args: Sequence[object],
+        given: dict[int, object],
+        *,
+        memory: MemoryStats | None = None,
+        torch_outputs: bool = False,
+        raw: bool = False,
     ) -> list:
         """Run on validated arguments (see FusionExecutorCache.run): NumPy
-        arrays on the CPU, device-array views on CUDA."""
+        arrays on the CPU; on CUDA, device-array views, or with ``raw`` the
+        caller's own torch tensors / DeviceArrays (new outputs are then
+        returned as torch tensors or DeviceArrays, not views)."""
         if self.device == "cpu":
             return execute(self.plan, self.kernels, args, given, allocate, memory)
         from fuser_mlir.runtime import cuda
 
         return cuda.execute_plan(
-            self.plan, self.kernels, args, given, memory, device=device_index(self.device), torch_outputs=torch_outputs
+            self.plan, self.kernels, args, given, memory, device=device_index(self.device), torch_outputs=torch_outputs, raw=raw
         )
 
     def to_dot(self) -> str:

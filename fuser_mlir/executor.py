@@ -363,13 +363,16 @@ class FusionExecutorCache:
         hit = self._hits.lookup(inputs, outputs)
         if hit is not None:
             self.stats.hits += 1
-            compiled, args, given = hit
-            return compiled.execute(args, given, memory=self.memory)
+            entry, args, given = hit
+            if entry.compiled.device == "cpu":
+                return entry.compiled.execute(args, given, memory=self.memory)
+            # the caller's own tensors: the results need no mapping back
+            return entry.compiled.execute(args, given, memory=self.memory, torch_outputs=entry.torch_outputs, raw=True)
         compiled, args, given = self.compiled_for(inputs, outputs)
-        self._hits.remember(inputs, outputs, compiled, given)
+        torch_outputs = any(_is_torch(v) for v in inputs)
+        self._hits.remember(inputs, outputs, compiled, given, torch_outputs)
         if compiled.device == "cpu":
             return compiled.execute(args, given, memory=self.memory)
-        torch_outputs = any(_is_torch(v) for v in inputs)
         views = compiled.execute(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]
 

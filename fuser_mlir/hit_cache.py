@@ -22,20 +22,26 @@ read-only output, an alias decision that differs from the remembered one) is
 a miss: the caller runs the full path, which raises the usual error or
 remembers the new signature.
 
-Only NumPy arguments on the CPU take this path; CUDA arguments (torch tensors,
-DeviceArrays) go through the full path (their conversion to device views is
-most of their cost; see issue 9's note). Entries are few and bounded: when
-``limit`` raw signatures are remembered (shapes change often), the table
-starts over.
+NumPy arguments on the CPU take this path, and so do CUDA arguments that are
+torch tensors or DeviceArrays (their
+raw signature adds the device ordinal). A CUDA hit hands the caller's own
+tensors to the GPU runtime, which reads pointer, shape and strides straight
+from them (no device views, no mapping of results back): new outputs are
+torch tensors when the inputs are, else DeviceArrays, exactly as on the full
+path. Other CUDA arrays (CuPy, JAX, DLPack-only) take the full path. Entries
+are few and bounded: when ``limit`` raw signatures are remembered (shapes
+change often), the table starts over.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fuser_mlir.runtime.arrays import DeviceArray
 from fuser_mlir.runtime.cpu import data_pointer
 
 #: Python number types a scalar input of each dtype class takes as they are.
@@ -52,6 +58,14 @@ class HitEntry:
     #: (visible output index, declared alias input or None, given as a separate
     #: destination) for each output the caller passed a buffer for
     outputs: tuple[tuple[int, int | None, bool], ...]
+    #: CUDA: new outputs are torch tensors (the inputs are)
+    torch_outputs: bool = False
+
+
+def _torch_tensor_type():
+    """``torch.Tensor`` once torch is imported (never imports it)."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
 
 
 class HitCache:
@@ -75,14 +89,11 @@ class HitCache:
         not a NumPy array)."""
         if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != self._num_inputs:
             return None
-        ndarray = np.ndarray
-        pointer = data_pointer
+        tensor = _torch_tensor_type()
         key = []
         for i in self._tensor_inputs:
-            a = inputs[i]
-            if type(a) is not ndarray:
+            if not _append_raw(key, inputs[i], tensor):
                 return None
-            key += (a.dtype, a.shape, a.strides, pointer(a) & 15)
         if outputs is None:
             return tuple(key)
         if type(outputs) is not list and type(outputs) is not tuple:
@@ -91,16 +102,15 @@ class HitCache:
         for buf in outputs:
             if buf is None:
                 key.append(None)
-                continue
-            if type(buf) is not ndarray:
+            elif not _append_raw(key, buf, tensor):
                 return None
-            key += (buf.dtype, buf.shape, buf.strides, pointer(buf) & 15)
         return tuple(key)
 
     # -- lookup ------------------------------------------------------------------
 
     def lookup(self, inputs: Sequence[object], outputs):
-        """``(compiled, args, given)`` as the full path would return them, or
+        """``(entry, args, given)`` (the remembered entry, and the arguments
+        as the full path would validate them, the caller's own arrays), or
         None (a miss: run the full path)."""
         signature = self.signature(inputs, outputs)
         if signature is None:
@@ -110,11 +120,11 @@ class HitCache:
             return None
         args = self._scalars(inputs) if self._scalar_inputs else inputs
         if not entry.outputs:
-            return entry.compiled, args, {}
+            return entry, args, {}
         given = self._given(entry, args, outputs)
         if given is None:
             return None
-        return entry.compiled, args, given
+        return entry, args, given
 
     def _scalars(self, inputs: Sequence[object]) -> list:
         from fuser_mlir.executor import _check_scalar
@@ -134,7 +144,7 @@ class HitCache:
         given = {}
         for index, alias, separate in entry.outputs:
             buf = outputs[index]
-            if not buf.flags.writeable:
+            if _read_only(buf):
                 return None
             if alias is not None and same_memory(buf, args[alias]) == separate:
                 return None
@@ -145,10 +155,8 @@ class HitCache:
 
     # -- remembering ----------------------------------------------------------------
 
-    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object]) -> None:
+    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False) -> None:
         """Record a call that passed the full validation and ran ``compiled``."""
-        if compiled.device != "cpu":
-            return
         signature = self.signature(inputs, outputs)
         if signature is None:
             return
@@ -161,4 +169,25 @@ class HitCache:
         )
         if len(self._entries) >= self.limit:
             self._entries.clear()
-        self._entries[signature] = HitEntry(compiled, layout)
+        self._entries[signature] = HitEntry(compiled, layout, torch_outputs)
+
+
+def _append_raw(key: list, array: object, tensor_type) -> bool:
+    """Add ``array``'s raw properties to ``key``; False for an array type the
+    hit path does not take."""
+    kind = type(array)
+    if kind is np.ndarray:
+        key += (0, array.dtype, array.shape, array.strides, data_pointer(array) & 15)
+    elif kind is tensor_type:
+        key += (1, array.dtype, array.shape, array.stride(), array.data_ptr() & 15, array.get_device())
+    elif kind is DeviceArray:
+        key += (2, array.dtype, array.shape, array.strides, array.ptr & 15, array.device, array.readonly)
+    else:
+        return False
+    return True
+
+
+def _read_only(array) -> bool:
+    if type(array) is np.ndarray:
+        return not array.flags.writeable
+    return bool(getattr(array, "readonly", False))  # torch tensors have no read-only flag

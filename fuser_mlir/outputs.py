@@ -67,35 +67,52 @@ def _read_only(array) -> bool:
     return not array.flags.writeable if isinstance(array, np.ndarray) else array.readonly
 
 
-def _extent(array) -> tuple[int, int]:
+def _geometry(array) -> tuple[int, tuple, tuple, int]:
+    """(address of element ``[0, ..., 0]``, shape, byte strides, itemsize) of
+    a NumPy array, a device view, or a torch tensor (the cache-hit path
+    checks the caller's own tensors)."""
+    if isinstance(array, np.ndarray):
+        return array.__array_interface__["data"][0], array.shape, array.strides, array.itemsize
+    if hasattr(array, "data_ptr"):  # torch
+        itemsize = array.element_size()
+        return array.data_ptr(), tuple(array.shape), tuple(s * itemsize for s in array.stride()), itemsize
+    return array.ptr, array.shape, array.strides, array.itemsize
+
+
+def _extent(geometry) -> tuple[int, int]:
     """The byte range ``[lo, hi)`` a (possibly strided) array touches."""
     from fuser_mlir.runtime.arrays import byte_extent
 
-    pointer = _pointer(array)
-    low, high = byte_extent(array.shape, array.strides, array.itemsize)
+    pointer, shape, strides, itemsize = geometry
+    low, high = byte_extent(shape, strides, itemsize)
     return pointer + low, pointer + high
-
-
-def _pointer(array) -> int:
-    """The address of element ``[0, ..., 0]`` (host or device)."""
-    return array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.ptr
 
 
 def same_memory(a, b) -> bool:
     """Whether two arrays are views of exactly the same elements."""
     if isinstance(a, (int, float, bool)) or isinstance(b, (int, float, bool)):
         return False
-    return _pointer(a) == _pointer(b) and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+    return _geometry(a) == _geometry(b) and str(a.dtype) == str(b.dtype)
+
+
+def _span(array) -> tuple[int, int]:
+    """The byte range ``[lo, hi)`` an array touches (empty for no elements);
+    a contiguous torch tensor's without building its geometry."""
+    if hasattr(array, "is_contiguous") and array.is_contiguous():
+        pointer = array.data_ptr()
+        return pointer, pointer + array.numel() * array.element_size()
+    geometry = _geometry(array)
+    if 0 in geometry[1]:
+        return 0, 0
+    return _extent(geometry)
 
 
 def may_overlap(a, b) -> bool:
-    """Whether two arrays (NumPy or device views) may share memory."""
+    """Whether two arrays (NumPy, device views or torch tensors) may share memory."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.may_share_memory(a, b)
-    if a.size == 0 or b.size == 0:
-        return False
-    (a_lo, a_hi), (b_lo, b_hi) = _extent(a), _extent(b)
-    return a_lo < b_hi and b_lo < a_hi
+    (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
+    return a_lo < a_hi and b_lo < b_hi and a_lo < b_hi and b_lo < a_hi
 
 
 def _check_overlaps(visible, args, given: dict[int, object]) -> None:

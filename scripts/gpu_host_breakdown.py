@@ -44,3 +44,14 @@ per_call("torch current stream handle", lambda: arrays.torch_current_stream_hand
 per_call("make_current(0)", lambda: arrays.make_current(0))
 per_call("device_view(torch tensor)", lambda: arrays.device_view(inputs[0]))
 per_call("torch.empty_like", lambda: torch.empty_like(inputs[0]))
+
+import cProfile  # noqa: E402
+import pstats  # noqa: E402
+
+profile = cProfile.Profile()
+profile.enable()
+for _ in range(3000):
+    fd.execute(inputs, outputs=outs)
+profile.disable()
+torch.cuda.synchronize()
+pstats.Stats(profile).sort_stats("tottime").print_stats(22)

@@ -152,3 +152,53 @@ def test_the_table_is_bounded_and_starts_over():
         assert len(fec._hits._entries) <= 4
     (out,) = fec.run([x, y, 1])
     np.testing.assert_allclose(out, x + y, rtol=1e-6)
+
+
+def test_cuda_hits_run_on_the_callers_arrays_and_still_check_overlaps(device):
+    """The hit path on CUDA passes the caller's DeviceArrays (or torch
+    tensors) straight to the runtime: results stay right, new outputs are
+    new arrays, and a given output that overlaps an input is still refused."""
+    if device == "cpu":
+        pytest.skip("the CPU hit path is tested above")
+    from devices import to_device, to_host
+
+    fec = FusionExecutorCache(scaled_add())
+    x, y = rand(4096), rand(4096)
+    dx, dy = to_device(x, device), to_device(y, device)
+    for s in (2, 3, 5):
+        (out,) = fec.run([dx, dy, s])
+        np.testing.assert_allclose(to_host(out), x * s + y, rtol=1e-6)
+    assert fec.stats.misses == 1 and fec.stats.hits == 2
+    given = to_device(poisoned(4096), device)
+    (same,) = fec.run([dx, dy, 4], [given])
+    assert same is given
+    (again,) = fec.run([dx, dy, 7], [given])  # a hit with a given output
+    assert again is given and fec.stats.hits == 3
+    np.testing.assert_allclose(to_host(given), x * 7 + y, rtol=1e-6)
+    np.testing.assert_array_equal(to_host(dx), x)
+    with pytest.raises(InputError, match="output 0 overlaps input 0"):
+        fec.run([dx, dy, 7], [dx])  # same raw signature as `given`, so checked on the hit path
+    np.testing.assert_array_equal(to_host(dx), x)
+
+
+def test_torch_hits_return_torch_tensors_on_the_current_stream(device):
+    if device == "cpu":
+        pytest.skip("CUDA only")
+    torch = pytest.importorskip("torch")
+    fec = FusionExecutorCache(scaled_add())
+    x = torch.randn(1000, device=device)
+    y = torch.randn(1000, device=device)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        results = [fec.run([x, y, s])[0] for s in (1, 2, 3)]
+    stream.synchronize()
+    assert fec.stats.hits == 2
+    for s, out in zip((1, 2, 3), results):
+        assert isinstance(out, torch.Tensor) and out.device == x.device
+        torch.testing.assert_close(out, x * s + y)
+    given = torch.full_like(x, float("nan"))
+    assert fec.run([x, y, 4], [given])[0] is given
+    assert fec.run([x, y, 5], [given])[0] is given
+    torch.testing.assert_close(given, x * 5 + y)
+    with pytest.raises(InputError, match="output 0 overlaps input 1"):
+        fec.run([x, y, 5], [y])

@@ -55,8 +55,39 @@ def available() -> bool:
 
 
 def ensure_context(device: int = 0) -> None:
-    """Make ``device``'s primary context current on this thread."""
+    """Make ``device``'s primary context current on this thread (a check of
+    the current context through ctypes first: the common case costs nothing)."""
+    get_current = _raw_function("cuCtxGetCurrent", [ctypes.POINTER(ctypes.c_void_p)])
+    if get_current is not None:
+        cell = ctypes.c_void_p()
+        if get_current(ctypes.byref(cell)) == 0 and cell.value == _primary_handle(device):
+            return
     make_current(device)
+
+
+@functools.cache
+def _primary_handle(device: int) -> int:
+    return int(primary_context(device))
+
+
+@functools.cache
+def _libcuda():
+    """The driver library, for the two calls on the hot path (see _raw_launch)."""
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+def _raw_function(name: str, argtypes: list):
+    library = _libcuda()
+    if library is None:
+        return None
+    function = getattr(library, name)
+    if function.argtypes is None:
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int
+    return function
 
 
 @functools.cache
@@ -92,17 +123,20 @@ def current_stream() -> int:
 
 
 class use_stream:
-    """``with use_stream(handle):`` launches of this thread go to ``handle``."""
+    """``with use_stream(handle, allocate):`` launches of this thread go to
+    ``handle``, and segments allocate their temporaries with ``allocate``
+    (``(shape, dtype name) -> array``; default: stream-ordered DeviceArrays)."""
 
-    def __init__(self, handle: int):
+    def __init__(self, handle: int, allocate=None):
         self.handle = handle
+        self.allocate = allocate
 
     def __enter__(self) -> None:
-        self.previous = current_stream()
-        _state.stream = self.handle
+        self.previous = current_stream(), getattr(_state, "allocate", None)
+        _state.stream, _state.allocate = self.handle, self.allocate
 
     def __exit__(self, *exc) -> None:
-        _state.stream = self.previous
+        _state.stream, _state.allocate = self.previous
 
 
 # -- kernel modules and launches ---------------------------------------------------------
@@ -176,62 +210,69 @@ class _Launch:
         self.pointers = (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
         self.params = ctypes.addressof(self.pointers)
 
-    def pack(self, args, temps, shapes=None) -> None:
-        """Fill the slots for ``args`` (the segment's arguments) and ``temps``."""
+    def pack(self, args, temps, shapes=None, geometries=None) -> None:
+        """Fill the slots for ``args`` (the segment's arguments) and ``temps``
+        (``geometries``: :func:`_geometry` of each tensor argument, if known)."""
         if shapes is None:
             shapes = [getattr(a, "shape", ()) for a in args]
-        slots = self.slots
+        if geometries is None:
+            geometries = [None if isinstance(a, (int, float, bool)) else _geometry(a) for a in args]
+        temp_geometries = [_geometry(t) for t in temps]
+        values = []
         for fill in self.fillers:
-            fill(slots, args, temps, shapes)
+            values += fill(args, geometries, temp_geometries, shapes)
+        self.slots[: len(values)] = values
 
 
-def _strides_in_elements(array) -> list[int]:
-    itemsize = array.itemsize
-    return [s // itemsize for s in array.strides]
+def _geometry(array) -> tuple:
+    """(address of element 0, shape, strides in elements) of a DeviceArray
+    or of a torch tensor (the cache-hit path passes the caller's own)."""
+    if type(array) is DeviceArray:
+        itemsize = array.itemsize
+        return array.ptr, array.shape, [s // itemsize for s in array.strides]
+    return array.data_ptr(), array.shape, array.stride()
 
 
 def _memref_filler(at: int, binding: list):
-    """A closure writing the memref descriptor of ``binding`` at slot ``at``:
-    allocated and aligned pointer (the address of element 0), offset 0,
-    sizes, strides in elements."""
+    """A closure giving the memref descriptor of ``binding`` (slots from
+    ``at``): allocated and aligned pointer (the address of element 0),
+    offset 0, sizes, strides in elements."""
     kind = binding[0]
     if kind == "flat":  # a dense buffer as 1-D elements or vectors of binding[2] elements
         inner, lanes = binding[1], binding[2]
         source = 0 if inner[0] == "arg" else 1
         index = inner[1]
 
-        def fill_flat(slots, args, temps, shapes):
-            array = (args, temps)[source][index]
-            pointer = array.ptr
-            slots[at : at + 5] = (pointer, pointer, 0, math.prod(array.shape) // lanes, 1)
+        def fill_flat(args, geometries, temp_geometries, shapes):
+            pointer, shape, _ = (geometries, temp_geometries)[source][index]
+            return (pointer, pointer, 0, math.prod(shape) // lanes, 1)
 
         return fill_flat
     if kind == "view":  # a temporary with another contiguous shape (a reshape)
         index, sizes = binding[1], [compile_formula(e) for e in binding[2]]
 
-        def fill_view(slots, args, temps, shapes):
-            pointer = temps[index].ptr
+        def fill_view(args, geometries, temp_geometries, shapes):
+            pointer = temp_geometries[index][0]
             shape = [size(shapes, args) for size in sizes]
-            slots[at : at + 3 + 2 * len(shape)] = (pointer, pointer, 0, *shape, *_contiguous(shape))
+            return (pointer, pointer, 0, *shape, *_contiguous(shape))
 
         return fill_view
     source = 0 if kind == "arg" else 1
     index = binding[1]
 
-    def fill(slots, args, temps, shapes):
-        array = (args, temps)[source][index]
-        pointer = array.ptr
-        slots[at : at + 3 + 2 * array.ndim] = (pointer, pointer, 0, *array.shape, *_strides_in_elements(array))
+    def fill(args, geometries, temp_geometries, shapes):
+        pointer, shape, strides = (geometries, temp_geometries)[source][index]
+        return (pointer, pointer, 0, *shape, *strides)
 
     return fill
 
 
 def _scalar_filler(at: int, index: int, dtype: str):
-    """A closure writing scalar argument ``index`` into the low bytes of slot ``at``."""
+    """A closure giving scalar argument ``index`` as the bits of slot ``at``."""
     fmt = _scalar_format(dtype)
 
-    def fill_scalar(slots, args, temps, shapes):
-        slots[at] = _scalar_bits(fmt, args[index])
+    def fill_scalar(args, geometries, temp_geometries, shapes):
+        return (_scalar_bits(fmt, args[index]),)
 
     return fill_scalar
 
@@ -258,21 +299,13 @@ def _scalar_bits(fmt: str, value) -> int:
     return int.from_bytes(raw, "little", signed=False) if len(raw) < 8 else struct.unpack("<q", raw)[0]
 
 
-@functools.cache
 def _raw_launch():
     """``cuLaunchKernel`` of the driver library cuda-python uses, called
     through ctypes: cuda-python's wrapper costs about 4 µs per call, this
     under 1 µs (issue 9's host budget is 10 µs). None when ctypes cannot load
     the library; launches then go through cuda-python."""
-    try:
-        library = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    function = library.cuLaunchKernel
     u32, ptr = ctypes.c_uint32, ctypes.c_void_p
-    function.argtypes = [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr]
-    function.restype = ctypes.c_int
-    return function
+    return _raw_function("cuLaunchKernel", [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr])
 
 
 def _launch_failed(code: int, launch: _Launch, grid) -> CudaError:
@@ -294,7 +327,7 @@ class CudaSegment:
         self.program = program
         self.device = device
         self.arg_kinds = arg_kinds
-        self.temps = [([compile_formula(e) for e in t.shape], _temp_dtype(t.dtype)) for t in program.temps]
+        self.temps = [([compile_formula(e) for e in t.shape], _temp_dtype(t.dtype).name) for t in program.temps]
         temp_ranks = [len(t.shape) for t in program.temps]
         self.launches = [
             _Launch(launch, _function(module, launch.kernel) if module is not None else None, arg_kinds, temp_ranks)
@@ -305,16 +338,18 @@ class CudaSegment:
     def __call__(self, *args) -> None:
         shapes = [getattr(a, "shape", ()) for a in args]
         stream = current_stream()
-        temps = [
-            DeviceArray.empty([size(shapes, args) for size in sizes], dtype, self.device, stream=stream)
-            for sizes, dtype in self.temps
-        ]
+        if self.temps:
+            allocate = getattr(_state, "allocate", None) or self._allocate
+            temps = [allocate(tuple(size(shapes, args) for size in sizes), dtype) for sizes, dtype in self.temps]
+        else:
+            temps = ()
         raw = self.raw
+        geometries = [None if isinstance(a, (int, float, bool)) else _geometry(a) for a in args]
         for launch in self.launches:
             gx, gy, gz = [g(shapes, args) for g in launch.grid]
             if gx <= 0 or gy <= 0 or gz <= 0:
                 continue  # an empty tensor: nothing to do
-            launch.pack(args, temps, shapes)
+            launch.pack(args, temps, shapes, geometries)
             bx, by, bz = launch.block
             if raw is not None:
                 code = raw(launch.handle, gx, gy, gz, bx, by, bz, 0, stream, launch.params, None)
@@ -326,6 +361,15 @@ class CudaSegment:
                     f"cuLaunchKernel({launch.launch.kernel}, grid={(gx, gy, gz)}, block={launch.block})",
                 )
         del temps  # freed in stream order, after the launches above
+
+    def _allocate(self, shape, dtype: str):
+        return DeviceArray.empty(shape, _temp_dtype_by_name(dtype), self.device, stream=current_stream())
+
+
+def _temp_dtype_by_name(name: str):
+    from fuser_mlir.runtime.cpu import numpy_dtype
+
+    return numpy_dtype(name)
 
 
 def load_program(ptx: str, cubin: bytes | None, arch: str, programs: dict, arg_kinds: dict, *, device: int = 0) -> dict[str, CudaSegment]:
@@ -356,31 +400,57 @@ def load_kernels(spec: dict, read, device: str) -> dict[str, CudaSegment]:
 # -- running a launch plan on the GPU ----------------------------------------------------
 
 
-def execute_plan(plan, kernels: dict, args, given: dict, stats, *, device: int = 0, torch_outputs: bool = False) -> list:
-    """Run ``plan`` on ``device`` with device-array views ``args``/``given``.
+def execute_plan(
+    plan, kernels: dict, args, given: dict, stats, *, device: int = 0, torch_outputs: bool = False, raw: bool = False
+) -> list:
+    """Run ``plan`` on ``device`` with device-array views ``args``/``given``
+    (with ``raw``: the caller's own torch tensors or DeviceArrays).
 
     New buffers are torch tensors (``torch_outputs``: the inputs were torch
     tensors; work goes on torch's current stream) or
     :class:`~fuser_mlir.runtime.arrays.DeviceArray`\\ s (legacy default stream).
-    Returns the runtime's views of the visible outputs."""
-    from fuser_mlir.runtime import arrays
-    from fuser_mlir.runtime.cpu import numpy_dtype
+    Returns the visible outputs: views, or with ``raw`` the arrays themselves."""
     from fuser_mlir.runtime.plan import execute
 
     ensure_context(device)
-    if torch_outputs:
-        stream = arrays.torch_current_stream_handle(device)
-
-        def allocate(shape, dtype):
-            return arrays.device_view(arrays.torch_empty(shape, numpy_dtype(dtype), device))
-
-    else:
-        stream = 0
-
-        def allocate(shape, dtype):
-            # stream-ordered, so dropping an intermediate right after its last
-            # launch frees it only once that launch has run
-            return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device, stream=stream)
-
-    with use_stream(stream):
+    allocate = _allocator(device, torch_outputs, raw)
+    stream = _torch_stream(device) if torch_outputs else 0
+    temporaries = _allocator(device, torch_outputs, True)  # torch's caching allocator when torch is in play
+    with use_stream(stream, temporaries):
         return execute(plan, kernels, args, given, allocate, stats)
+
+
+@functools.cache
+def _allocator(device: int, torch_outputs: bool, raw: bool):
+    from fuser_mlir.runtime import arrays
+    from fuser_mlir.runtime.cpu import numpy_dtype
+
+    if torch_outputs:
+        import torch
+
+        dtypes = {}
+
+        def allocate(shape, dtype):
+            if dtype not in dtypes:
+                dtypes[dtype] = arrays.torch_dtype(numpy_dtype(dtype))
+            tensor = torch.empty(shape, dtype=dtypes[dtype], device=f"cuda:{device}")
+            return tensor if raw else arrays.device_view(tensor)
+
+        return allocate
+
+    def allocate(shape, dtype):
+        # stream-ordered, so dropping an intermediate right after its last
+        # launch frees it only once that launch has run
+        return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device, stream=0)
+
+    return allocate
+
+
+def _torch_stream(device: int) -> int:
+    """The handle of torch's current stream on ``device``."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:  # what torch.compile's generated code calls: no Stream object
+        return int(raw(device))
+    return int(torch.cuda.current_stream(device).cuda_stream)

@@ -28,7 +28,8 @@ def test_memref_descriptors_and_scalars_fill_one_slot_each():
     first, second = segment.launches
     x = DeviceArray(0x1000, (5, 3), (4, 20), np.float32)  # transposed: strides 1 and 5 elements
     temp = DeviceArray(0x2000, (5, 4), (16, 4), np.float32)
-    first.pack([x, 1.5, -2.25, 1.0], [temp, None])
+    byte_temp = DeviceArray(0x3000, (6,), (1,), np.int8)
+    first.pack([x, 1.5, -2.25, 1.0], [temp, byte_temp])
     assert first.count == (3 + 4) + 1 + (3 + 4) + 1
     assert list(first.slots[:7]) == [0x1000, 0x1000, 0, 5, 3, 1, 5]
     assert struct.pack("<q", first.slots[7])[:4] == struct.pack("<f", 1.5)
@@ -37,7 +38,6 @@ def test_memref_descriptors_and_scalars_fill_one_slot_each():
     # the parameter array points at consecutive 8-byte slots
     assert [p - first.pointers[0] for p in first.pointers] == [8 * i for i in range(first.count)]
 
-    byte_temp = DeviceArray(0x3000, (6,), (1,), np.int8)
     second.pack([x, 1.5, -2.25, 1.0], [temp, byte_temp])
     assert list(second.slots[:7]) == [0x3000, 0x3000, 0, 2, 3, 3, 1]  # a contiguous view of the temporary
     assert second.slots[7] == 0x3F80  # bfloat16 1.0

@@ -98,6 +98,97 @@ _IDENTITY = {"add": 0, "mul": 1, "xor": 0}
 _PURE_PREFIXES = ("arith.", "math.", "index.")
 
 
+#: Shortest innermost dim for which a strided pointwise generic runs a block per row.
+ROW_POINTWISE_MIN = 128
+#: Longest row (elements) reduced by one warp; longer rows get a block.
+WARP_ROW_LIMIT = 4096
+WARP = 32
+
+#: ``gpu.all_reduce`` operation -> arith op combining two partial results.
+_COMBINE = {
+    "add": ("arith.addf", "arith.addi"),
+    "mul": ("arith.mulf", "arith.muli"),
+    "maxsi": ("arith.maxsi",) * 2,
+    "minsi": ("arith.minsi",) * 2,
+    "maxui": ("arith.maxui",) * 2,
+    "minui": ("arith.minui",) * 2,
+    "maximumf": ("arith.maximumf",) * 2,
+    "minimumf": ("arith.minimumf",) * 2,
+    "maxnumf": ("arith.maxnumf",) * 2,
+    "minnumf": ("arith.minnumf",) * 2,
+    "or": ("arith.ori",) * 2,
+    "and": ("arith.andi",) * 2,
+    "xor": ("arith.xori",) * 2,
+}
+
+
+@dataclass
+class _RowGroup:
+    """Who reduces one row: a ``warp`` (rows spread over the block's warps,
+    partial results combined with butterfly shuffles) or a ``block`` (one row
+    per block at a time, ``gpu.all_reduce``). ``when``: the launch condition."""
+
+    kind: str
+    when: list | None
+
+    def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        """(this group's first row, row stride, lane, lanes) as index values."""
+        tid, threads = k.special("thread"), k.special("block_dim")
+        block, blocks = k.special("block"), k.special("grid_dim")
+        if self.kind == "block":
+            return block, blocks, tid, threads
+        warp = _index(WARP)
+        per_block = arith.DivUIOp(threads, warp).result
+        worker = arith.AddIOp(arith.MulIOp(block, per_block).result, arith.DivUIOp(tid, warp).result).result
+        return worker, arith.MulIOp(blocks, per_block).result, arith.RemUIOp(tid, warp).result, warp
+
+    def reduce(self, values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
+        return _block_all_reduce(values, combiners) if self.kind == "block" else _warp_all_reduce(values, combiners)
+
+    def grid(self, rows: list) -> list:
+        per_block = 1 if self.kind == "block" else THREADS // WARP
+        return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
+
+
+def _warp_all_reduce(values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
+    """Each (32-bit) value combined over its warp: a butterfly of
+    ``gpu.shuffle xor``, after which every lane holds the result."""
+    width = arith.ConstantOp(ir.IntegerType.get_signless(32), WARP).result
+    totals = []
+    for value, combiner in zip(values, combiners):
+        op = _COMBINE[combiner][0 if isinstance(value.type, ir.FloatType) else 1]
+        for offset in (16, 8, 4, 2, 1):
+            distance = arith.ConstantOp(ir.IntegerType.get_signless(32), offset).result
+            other = gpu.ShuffleOp(value, distance, width, ir.Attribute.parse("#gpu<shuffle_mode xor>")).results[0]
+            value = ir.Operation.create(op, results=[value.type], operands=[value, other]).result
+        totals.append(value)
+    return totals
+
+
+def _scaled(value: ir.Value, factor: int) -> ir.Value:
+    return value if factor == 1 else arith.MulIOp(value, _index(factor)).result
+
+
+def _both(a: list | None, b: list | None) -> list | None:
+    """The conjunction of two launch conditions (None: always)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return ["mul", a, b]
+
+
+def _block_all_reduce(values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
+    """Each value combined over the block (``gpu.all_reduce``: warp shuffles,
+    then shared memory), followed by a barrier: every thread has read the
+    results before any thread starts another reduction (the next row reuses
+    the shared buffers)."""
+    totals = [
+        gpu.AllReduceOp(value, op=ir.Attribute.parse(f"#gpu<all_reduce_op {c}>"), uniform=True).result
+        for value, c in zip(values, combiners)
+    ]
+    gpu.BarrierOp()
+    return totals
+
+
 def _element_bytes(element: ir.Type) -> int:
     if isinstance(element, ir.IndexType):
         return 8
@@ -210,6 +301,10 @@ class _Generic:
         return found
 
 
+def _uses_dim(amap: ir.AffineMap, dim: int) -> bool:
+    return any(isinstance(e, ir.AffineDimExpr) and e.position == dim for e in amap.results)
+
+
 def _constant_number(value: ir.Value):
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.name != "arith.constant":
@@ -284,12 +379,12 @@ class _Kernel:
             return self.mapping[host]
         raise CompileError(f"a kernel needs a value that '{owner.name}' computes on the host; the GPU schedulers cannot pass it")
 
-    def finish(self, grid: list, block: Sequence[int] = (THREADS, 1, 1)) -> None:
+    def finish(self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None) -> None:
         with ir.InsertionPoint(self.entry), self.segment.location:
             gpu.ReturnOp([])
         types = [a.type for a in self.entry.arguments]
         self.func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, []))
-        self.segment.launches.append(KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings))
+        self.segment.launches.append(KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings, when=when))
 
     # -- indices --------------------------------------------------------------------
 
@@ -380,6 +475,52 @@ class _Kernel:
             for old, new in zip(op.results, clone.results):
                 local[old] = new
         return [local[v] if v in local else self.value(v) for v in ops[-1].operands]
+
+    def linear_index(self, operand: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
+        """The flat (row-major) index of ``indices`` in a dense ``operand``."""
+        buffer = self.value(operand)
+        flat = indices[0] if indices else _index(0)
+        for d in range(1, len(indices)):
+            size = memref.DimOp(buffer, _index(d)).result
+            flat = arith.AddIOp(arith.MulIOp(flat, size).result, indices[d]).result
+        return flat
+
+    def row_inputs(self, g: _Generic, ivs: Sequence[ir.Value], lanes: int, registers: dict) -> list[list]:
+        """The generic's input values for the ``lanes`` consecutive columns
+        starting at ``ivs`` (its last index): one list per column. Operands
+        that vary along the row are read as one vector (see
+        :meth:`_SegmentScheduler.row_lanes`); the others once."""
+        inner = len(g.iterators) - 1
+        columns = [[] for _ in range(lanes)]
+        for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+            if operand in registers or not list(arg.uses):
+                value = registers.get(operand)
+                for c in columns:
+                    c.append(value)
+                continue
+            if lanes > 1 and isinstance(operand.type, ir.ShapedType) and _uses_dim(amap, inner):
+                flat = self.linear_index(operand, self.indices(amap, ivs))
+                vec = memref.LoadOp(self.view_argument(operand, lanes), [arith.DivUIOp(flat, _index(lanes)).result]).result
+                for j, c in enumerate(columns):
+                    c.append(vector.ExtractOp(vec, [], [j]).result)
+                continue
+            value = self.load(operand, amap, ivs)
+            for c in columns:
+                c.append(value)
+        return columns
+
+    def row_store(self, g: _Generic, results: Sequence[Sequence[ir.Value]], ivs: Sequence[ir.Value]) -> None:
+        """Store the results of ``len(results)`` consecutive columns from ``ivs``."""
+        lanes = len(results)
+        if lanes == 1:
+            self.store(g, results[0], ivs)
+            return
+        for i, output in enumerate(g.outputs):
+            amap = g.maps[len(g.inputs) + i]
+            flat = self.linear_index(output, self.indices(amap, ivs))
+            element = ir.MemRefType(output.type).element_type
+            packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
+            memref.StoreOp(packed, self.view_argument(output, lanes), [arith.DivUIOp(flat, _index(lanes)).result])
 
     def store(self, g: _Generic, values: Sequence[ir.Value], ivs: Sequence[ir.Value]) -> None:
         for i, (value, output) in enumerate(zip(values, g.outputs)):
@@ -475,6 +616,7 @@ class _SegmentScheduler:
     # -- the walk -----------------------------------------------------------------------
 
     def run(self) -> SegmentProgram:
+        generics = []
         for op in list(self.func.regions[0].blocks[0].operations):
             op = op.operation
             name = op.name
@@ -485,14 +627,38 @@ class _SegmentScheduler:
             elif name == "memref.reshape":
                 self.reshape(op)
             elif name == "linalg.generic":
-                self.generic(_Generic.of(op))
+                generics.append(_Generic.of(op))
             elif name in ("memref.dealloc", "func.return", "memref.dim") or name.startswith(_PURE_PREFIXES):
                 continue
             else:
                 raise CompileError(f"the GPU schedulers cannot run '{name}' in segment @{self.prefix}")
-        for buffer in list(self.pending_fills):
-            self.flush_fill(buffer)
-        return SegmentProgram(temps=self.temps, launches=self.launches)
+        plan = _RowPlan.of(self, generics)
+        if plan is not None:
+            self.persistent_rows(plan)
+        else:
+            for g in generics:
+                self.generic(g)
+            for buffer in list(self.pending_fills):
+                self.flush_fill(buffer)
+        return self.program()
+
+    def program(self) -> SegmentProgram:
+        """The launch program, without the temporaries no launch binds (the
+        row values a persistent kernel keeps in registers)."""
+        used: dict[int, int] = {}
+
+        def renumber(binding: list) -> list:
+            if binding[0] in ("temp", "view"):
+                used.setdefault(binding[1], len(used))
+                return [binding[0], used[binding[1]], *binding[2:]]
+            if binding[0] == "flat":
+                return ["flat", renumber(binding[1]), binding[2]]
+            return binding
+
+        for launch in self.launches:
+            launch.args = [renumber(b) for b in launch.args]
+        order = sorted(used, key=used.get)
+        return SegmentProgram(temps=[self.temps[j] for j in order], launches=self.launches)
 
     def allocate(self, op: ir.Operation) -> None:
         result = op.results[0]
@@ -662,6 +828,11 @@ class _SegmentScheduler:
         if lanes is not None:
             self.flat_pointwise(g, lanes)
             return
+        space = self.size_formulas(g)
+        when = None
+        if len(space) >= 2:
+            self.row_pointwise(g)
+            when = ["le", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
             sizes = k.loop_sizes(g)
@@ -670,7 +841,36 @@ class _SegmentScheduler:
                 ivs = k.delinearize(loop.induction_variable, sizes)
                 k.store(g, k.body(g, ivs, None), ivs)
                 scf.YieldOp([])
-        k.finish([self._capped_blocks(_product(self.size_formulas(g))), ["const", 1], ["const", 1]])
+        k.finish([self._capped_blocks(_product(space)), ["const", 1], ["const", 1]], when=when)
+
+    def row_pointwise(self, g: _Generic) -> None:
+        """A pointwise generic with rows of at least :data:`ROW_POINTWISE_MIN`
+        elements: blocks take rows (grid-stride), threads strided over the
+        row (16-byte vectors of columns where :meth:`row_lanes` allows), so no
+        thread divides its index by the sizes, and an operand broadcast along
+        the row (a ``[rows, 1]`` column) is one cached value per row."""
+        space = self.size_formulas(g)
+        long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
+        for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
+            k = self.kernel()
+            with ir.InsertionPoint(k.entry), self.location:
+                sizes = k.loop_sizes(g)
+                rows = k.product(sizes[:-1])
+                row_loop = scf.ForOp(k.special("block"), rows, k.special("grid_dim"))
+                with ir.InsertionPoint(row_loop.body):
+                    row_ivs = k.delinearize(row_loop.induction_variable, sizes[:-1])
+                    start, step = _scaled(k.special("thread"), lanes), _scaled(k.special("block_dim"), lanes)
+                    loop = scf.ForOp(start, sizes[-1], step)
+                    with ir.InsertionPoint(loop.body):
+                        ivs = row_ivs + [loop.induction_variable]
+                        if lanes == 1:
+                            k.store(g, k.body(g, ivs, None), ivs)
+                        else:
+                            columns = k.row_inputs(g, ivs, lanes, {})
+                            k.row_store(g, [k.apply(g, c + [None] * len(g.outputs)) for c in columns], ivs)
+                        scf.YieldOp([])
+                    scf.YieldOp([])
+            k.finish([["min", _product(space[:-1]), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]], when=_both(long_rows, condition))
 
     def _accumulate(self, k: _Kernel, g: _Generic, start, stop, step, inits, ivs_at) -> list[ir.Value]:
         """``for i in range(start, stop, step): accs = body(ivs_at(i), accs)``."""
@@ -681,33 +881,99 @@ class _SegmentScheduler:
         return list(loop.results)
 
     def inner_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
-        k = self.kernel()
+        """A warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (when
+        every accumulator is 32-bit), a block per row otherwise: two kernels,
+        the launch program picks one by the row length."""
         ps, rs = g.parallel, g.reduction
-        with ir.InsertionPoint(k.entry), self.location:
-            sizes = k.loop_sizes(g)
-            rows, cols = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
-            tid, threads = k.special("thread"), k.special("block_dim")
-            row_loop = scf.ForOp(k.special("block"), rows, k.special("grid_dim"))
-            with ir.InsertionPoint(row_loop.body):
-                row_ivs = k.delinearize(row_loop.induction_variable, [sizes[d] for d in ps])
-
-                def ivs_at(col):
-                    return row_ivs + k.delinearize(col, [sizes[d] for d in rs])
-
-                accs = self._accumulate(k, g, tid, cols, threads, [k.value(v) for v in inits], ivs_at)
-                totals = [
-                    gpu.AllReduceOp(acc, op=ir.Attribute.parse(f"#gpu<all_reduce_op {c}>"), uniform=True).result
-                    for acc, c in zip(accs, combiners)
-                ]
-                first = arith.CmpIOp(arith.CmpIPredicate.eq, tid, _index(0)).result
-                branch = scf.IfOp(first)
-                with ir.InsertionPoint(branch.then_block):
-                    k.store(g, totals, row_ivs + [k.zero] * len(rs))
-                    scf.YieldOp([])
-                scf.YieldOp([])
         size = self.size_formulas(g)
-        rows_f = _product([size[d] for d in ps])
-        k.finish([["min", rows_f, ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]])
+        rows_f, cols_f = _product([size[d] for d in ps]), _product([size[d] for d in rs])
+        lanes = self.row_lanes([g]) if len(rs) == 1 else 1
+        for group in self.row_groups(g, cols_f):
+            for vector_lanes, condition in self.vector_variants(lanes, cols_f):
+                k = self.kernel()
+                with ir.InsertionPoint(k.entry), self.location:
+                    sizes = k.loop_sizes(g)
+                    rows, cols = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
+                    worker, workers, lane, width = group.ids(k)
+                    row_loop = scf.ForOp(worker, rows, workers)
+                    with ir.InsertionPoint(row_loop.body):
+                        row_ivs = k.delinearize(row_loop.induction_variable, [sizes[d] for d in ps])
+                        inits_k = [k.value(v) for v in inits]
+                        if vector_lanes == 1:
+                            accs = self._accumulate(
+                                k, g, lane, cols, width, inits_k, lambda col: row_ivs + k.delinearize(col, [sizes[d] for d in rs])
+                            )
+                        else:
+                            accs = self._accumulate_vectors(k, g, row_ivs, lane, cols, width, inits_k, vector_lanes, {})
+                        totals = group.reduce(accs, combiners)
+                        branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result)
+                        with ir.InsertionPoint(branch.then_block):
+                            k.store(g, totals, row_ivs + [k.zero] * len(rs))
+                            scf.YieldOp([])
+                        scf.YieldOp([])
+                k.finish(group.grid(rows_f), when=_both(group.when, condition))
+
+    @staticmethod
+    def _accumulate_vectors(k, g, row_ivs, lane, cols, width, inits, lanes, registers) -> list[ir.Value]:
+        """A lane's partial results over its vectors of ``lanes`` columns."""
+        loop = scf.ForOp(_scaled(lane, lanes), cols, _scaled(width, lanes), inits)
+        with ir.InsertionPoint(loop.body):
+            accs = list(loop.inner_iter_args)
+            for column in k.row_inputs(g, row_ivs + [loop.induction_variable], lanes, registers):
+                accs = k.apply(g, column + accs)
+            scf.YieldOp(accs)
+        return list(loop.results)
+
+    def row_lanes(self, generics: Sequence[_Generic], skip: set = frozenset()) -> int:
+        """Columns per vector access in a row kernel over ``generics`` (whose
+        last iteration dim is the row): every operand that varies along the
+        row must read it as its own last, dense dim, from a buffer aligned to
+        the vector; 1 (scalar access) otherwise. The launch program adds the
+        condition that the row length is a multiple of it."""
+        widths = []
+        for g in generics:
+            inner = len(g.iterators) - 1
+            outs = list(g.body.arguments)[len(g.inputs) :]
+            if any(op.name == "linalg.index" for op in g.body.operations) or (not g.reduction and any(list(a.uses) for a in outs)):
+                return 1  # the body reads its indices, or a pointwise body reads its outputs
+            for operand, amap in zip([*g.inputs, *g.outputs], g.maps):
+                if operand in skip or not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
+                    continue
+                results = list(amap.results)
+                last = results[-1]
+                if not (isinstance(last, ir.AffineDimExpr) and last.position == inner):
+                    return 1
+                if any(isinstance(e, ir.AffineDimExpr) and e.position == inner for e in results[:-1]):
+                    return 1
+                dense, alignment = self.layout(operand)
+                if not dense:
+                    return 1
+                widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), alignment))
+        if not widths:
+            return 1
+        lanes = VECTOR_BYTES // max(size for size, _ in widths)
+        while lanes > 1 and any(alignment % (lanes * size) for size, alignment in widths):
+            lanes //= 2
+        return lanes
+
+    @staticmethod
+    def vector_variants(lanes: int, cols_f: list) -> list[tuple[int, list | None]]:
+        """(lanes, condition) of the vector and the scalar variant of a row kernel."""
+        if lanes == 1:
+            return [(1, None)]
+        divisible = ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]
+        return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
+
+    def row_groups(self, g: _Generic, cols_f: list) -> list["_RowGroup"]:
+        """The row schemes to compile for ``g``: a warp per row (short rows,
+        32-bit accumulators) and a block per row, each with its condition."""
+        accumulators = [ir.MemRefType(o.type).element_type for o in g.outputs]
+        if not all(_element_bytes(t) == 4 for t in accumulators):
+            return [_RowGroup("block", None)]
+        return [
+            _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
+            _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
+        ]
 
     def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
         ps, rs = g.parallel, g.reduction
@@ -788,6 +1054,108 @@ class _SegmentScheduler:
             self._holder = self._holder_op.regions[0].blocks.append()
         return self._holder
 
+    def persistent_rows(self, plan: "_RowPlan") -> None:
+        """The whole segment as one kernel, a warp or a block per row (rows in
+        a grid-stride loop; the launch program picks the scheme by the row
+        length): each generic runs in turn for the row, lanes strided over
+        its columns; a reduction's result is combined over the group (warp
+        shuffles, or ``gpu.all_reduce``) and stays in a register for the rest
+        of the row, as does every value computed per row. Full-size buffers
+        are written and read back by the same lane (same column mapping), so
+        no barrier is needed between generics; the row's input stays in L1/L2."""
+        p = plan.rank_p
+        reductions = [g for g, role in plan.steps if role == "reduce"]
+        cols_f = _product(self.size_formulas(plan.anchor)[p:])
+        groups = self.row_groups(plan.anchor, cols_f)
+        if any(len(self.row_groups(g, cols_f)) != len(groups) for g in reductions):
+            groups = [_RowGroup("block", None)]
+        n = len(plan.anchor.iterators)
+        wide = [g for g, role in plan.steps if role in ("full", "reduce")]
+        lanes = self.row_lanes(wide, plan.row_temps) if n - p == 1 else 1
+        for group in groups:
+            for vector_lanes, condition in self.vector_variants(lanes, cols_f):
+                k = self.kernel()
+                with ir.InsertionPoint(k.entry), self.location:
+                    sizes = k.loop_sizes(plan.anchor)
+                    rows, cols = k.product(sizes[:p]), k.product(sizes[p:])
+                    worker, workers, lane, width = group.ids(k)
+                    row_loop = scf.ForOp(worker, rows, workers)
+                    with ir.InsertionPoint(row_loop.body):
+                        row_ivs = k.delinearize(row_loop.induction_variable, sizes[:p])
+                        registers: dict[ir.Value, ir.Value] = {}
+                        first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
+                        for g, role in plan.steps:
+                            self._row_step(k, g, role, plan, registers, row_ivs, sizes, cols, lane, width, first, group, vector_lanes)
+                        scf.YieldOp([])
+                k.finish(group.grid(_product(plan.row_formulas)), when=_both(group.when, condition))
+
+    def _row_step(self, k, g, role, plan, registers, row_ivs, sizes, cols, tid, threads, first, group, lanes=1) -> None:
+        p = plan.rank_p
+        if role == "fill":
+            registers[g.outputs[0]] = k.value(g.fill_value())
+            return
+
+        def inputs_at(ivs):
+            values = []
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+                if operand in registers:
+                    values.append(registers[operand])
+                elif list(arg.uses):
+                    values.append(k.load(operand, amap, ivs))
+                else:
+                    values.append(None)
+            return values
+
+        if role == "row":  # a value per row: every thread computes it (uniform)
+            ivs = row_ivs + [k.zero] * (len(g.iterators) - p)
+            results = k.apply(g, inputs_at(ivs) + [None] * len(g.outputs), ivs)
+            self._row_results(k, g, results, registers, plan, ivs, first)
+            return
+        if role == "reduce":
+            inits = [registers.pop(o) for o in g.outputs]
+            if lanes > 1:
+                partials = self._accumulate_vectors(k, g, row_ivs, tid, cols, threads, inits, lanes, registers)
+            else:
+
+                def body(col, accs):
+                    ivs = row_ivs + k.delinearize(col, sizes[p:])
+                    return k.apply(g, inputs_at(ivs) + list(accs), ivs)
+
+                loop = scf.ForOp(tid, cols, threads, inits)
+                with ir.InsertionPoint(loop.body):
+                    scf.YieldOp(body(loop.induction_variable, loop.inner_iter_args))
+                partials = list(loop.results)
+            totals = group.reduce(partials, g.combiners())
+            self._row_results(k, g, totals, registers, plan, row_ivs + [k.zero] * (len(g.iterators) - p), first)
+            return
+        # role == "full": a pointwise generic over the row's columns
+        loop = scf.ForOp(_scaled(tid, lanes), cols, _scaled(threads, lanes))
+        with ir.InsertionPoint(loop.body):
+            ivs = row_ivs + k.delinearize(loop.induction_variable, sizes[p:])
+            if lanes > 1:
+                columns = k.row_inputs(g, ivs, lanes, registers)
+                k.row_store(g, [k.apply(g, c + [None] * len(g.outputs)) for c in columns], ivs)
+            else:
+                k.store(g, k.apply(g, inputs_at(ivs) + [None] * len(g.outputs), ivs), ivs)
+            scf.YieldOp([])
+
+    @staticmethod
+    def _row_results(k, g, values, registers, plan, ivs, first) -> None:
+        """Row values: kept in registers when they are temporaries, stored by
+        thread 0 when they are segment outputs."""
+        stores = []
+        for value, output, amap in zip(values, g.outputs, g.maps[len(g.inputs) :]):
+            if output in plan.row_temps:
+                registers[output] = value
+            else:
+                stores.append((value, output, amap))
+        if stores:
+            branch = scf.IfOp(first)
+            with ir.InsertionPoint(branch.then_block):
+                for value, output, amap in stores:
+                    memref.StoreOp(value, k.value(output), k.indices(amap, ivs))
+                scf.YieldOp([])
+
     def serial_reduction(self, g: _Generic) -> None:
         """One thread per output element, looping over the whole reduction space
         (the outputs hold the initial values)."""
@@ -814,6 +1182,91 @@ class _SegmentScheduler:
                 scf.YieldOp([])
         size = self.size_formulas(g)
         k.finish([self._capped_blocks(_product([size[d] for d in ps])), ["const", 1], ["const", 1]])
+
+
+@dataclass
+class _RowPlan:
+    """A segment that fits the persistent normalization scheme: every generic
+    runs over the full space ``[P..., R...]`` of its first reduction (which
+    reduces the trailing dims R) or over one row value per ``P`` point, and
+    values per row that are temporaries live in registers."""
+
+    anchor: _Generic  # the first reduction: its operands give the sizes
+    rank_p: int
+    row_formulas: list[list]
+    steps: list[tuple[_Generic, str]]  # (generic, fill | reduce | row | full)
+    row_temps: set
+
+    @classmethod
+    def of(cls, scheduler: "_SegmentScheduler", generics: list[_Generic]) -> "_RowPlan | None":
+        generics = [g for g in generics if g.outputs]
+        reductions = [g for g in generics if g.reduction]
+        if not reductions or not any(g.fill_value() is None and not g.reduction for g in generics):
+            return None  # a plain reduction (the reduction schedulers) or nothing to fuse
+        anchor = reductions[0]
+        p = len(anchor.parallel)
+        n = len(anchor.iterators)
+        if anchor.parallel != list(range(p)) or p == 0 or p == n:
+            return None
+        sizes = scheduler.size_formulas(anchor)
+        rows = sizes[:p]
+
+        def row_shaped(buffer: ir.Value) -> bool:
+            if not isinstance(buffer.type, ir.ShapedType):
+                return False
+            rank = ir.MemRefType(buffer.type).rank
+            dims = [scheduler.dim_formula(buffer, d) for d in range(rank)]
+            return rank >= p and dims[:p] == rows and all(d == ["const", 1] for d in dims[p:])
+
+        row_temps = {v for v in scheduler.temp_of if row_shaped(v) and scheduler.binding(v)[0] == "temp"}
+        steps, written = [], set()
+        for g in generics:
+            fill = g.fill_value()
+            space = scheduler.size_formulas(g)
+            if fill is not None:
+                if g.outputs[0] not in row_temps:
+                    return None
+                steps.append((g, "fill"))
+                written.add(g.outputs[0])
+                continue
+            if g.reduction:
+                if g.parallel != list(range(p)) or space != sizes or g.combiners() is None:
+                    return None
+                if any(o not in row_temps or o not in written for o in g.outputs):
+                    return None  # accumulates into a filled row temporary
+                role = "reduce"
+            elif space == sizes:
+                role = "full"
+            elif space[:p] == rows and all(d == ["const", 1] for d in space[p:]):
+                role = "row"
+            else:
+                return None
+            for operand, amap in zip(g.inputs, g.maps):
+                if operand in row_temps:  # read at its row (a row generic's trailing dims have size 1)
+                    if operand not in written or not (role == "row" or _row_map(amap, p)):
+                        return None
+                elif isinstance(operand.type, ir.ShapedType) and scheduler.binding(operand)[0] == "temp" and role == "full":
+                    if amap != ir.AffineMap.get_identity(len(g.iterators)):
+                        return None  # a full temporary is read by the thread that wrote it, at the same index
+            for output, amap in zip(g.outputs, g.maps[len(g.inputs) :]):
+                if role == "full" and output in row_temps:
+                    return None
+                if role == "full" and scheduler.binding(output)[0] == "temp" and amap != ir.AffineMap.get_identity(n):
+                    return None
+                written.add(output)
+            steps.append((g, role))
+        return cls(anchor, p, rows, steps, row_temps)
+
+
+def _row_map(amap: ir.AffineMap, p: int) -> bool:
+    """``(d0, ..., d{p-1}, 0, ...)``: a row value read at its row."""
+    results = list(amap.results)
+    for i, expr in enumerate(results):
+        if i < p and not (isinstance(expr, ir.AffineDimExpr) and expr.position == i):
+            return False
+        if i >= p and not (isinstance(expr, ir.AffineConstantExpr) and expr.value == 0):
+            return False
+    return len(results) >= p
 
 
 def schedule_segment(func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None) -> SegmentProgram:

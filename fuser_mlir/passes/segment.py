@@ -23,9 +23,16 @@ segment or computed inside the segment from such a result):
 2. A post value may be used in its own segment only by pointwise ops, casts,
    ``fuser.set``/``fuser.segment_set`` and stores whose result has the post value's exact shape
    (other operands may be scalars or tensors that broadcast into it, e.g. a
-   bias read at the reduced iteration space). Anything else cuts: a
-   broadcast back to the input's iteration space (``x - max(x)``), a
-   reduction of a reduction, a layout op on a reduced value.
+   bias read at the reduced iteration space), and by the normalization
+   pattern (2b). Anything else cuts: a reduction of a reduction, a layout
+   op on a reduced value, a broadcast back over outer reduced dims.
+   2b. *Normalization*: when the segment's reductions reduce the innermost
+   dims (rows), a keepdim row value may be broadcast back over the row by a
+   pointwise op whose result has the reduced tensor's sizes
+   (``x - max(x, keepdim=True)``), and a reduction of the same domain may
+   reduce such values (``sum(exp(x - max))``). A softmax, layer norm or RMS
+   norm is then one segment, which the GPU runs as one kernel per row
+   block (a persistent normalization) and the CPU as one loop nest per op.
 3. A segment has at most one reduction iteration domain: reductions share a
    segment only when they reduce the same dims of inputs of the same shape,
    where a dynamic size counts as the same only if it comes from the same
@@ -36,9 +43,7 @@ segment or computed inside the segment from such a result):
    post stay in the segment of their operands: both the CPU lowering
    (linalg on tensors) and the schedulers take them.
 
-Not modelled yet: ops a target scheduler cannot take, and a persistent
-normalization scheduler that keeps ``x - max(x)`` in one kernel (softmax is
-three segments today). Such constraints belong in ``_Assigner.can_join``,
+Not modelled yet: ops a target scheduler cannot take. Such constraints belong in ``_Assigner.can_join``,
 and must stay target-independent unless a scheduler difference requires
 otherwise.
 
@@ -94,6 +99,17 @@ class _Segment:
     exclusive: bool = False  # a fuser.copy step (rule 4)
 
 
+def _sizes(value: ir.Value) -> tuple:
+    """Where each dim's size of a tensor value comes from."""
+    return tuple(size_source(value, d) for d in range(T.rank(value.type))) if T.is_tensor(value.type) else ()
+
+
+def _inner(domain: tuple) -> bool:
+    """Whether a reduction domain reduces the innermost dims (a suffix)."""
+    sizes, dims = domain
+    return bool(dims) and sorted(dims) == list(range(len(sizes) - len(dims), len(sizes)))
+
+
 def reduction_domain(op: ir.Operation) -> tuple:
     """The iteration domain of a reduction: its operand's sizes (static, or
     where each dynamic size comes from) and the reduced dims."""
@@ -141,11 +157,29 @@ class _Assigner:
         if state.exclusive:
             return False
         for value in self.post_operands(reads, k):
+            if self.normalization(op, name, value, state):
+                continue
             if name not in _POST_CONSUMERS or T.shape(op.results[0].type) != T.shape(value.type):
                 return False
         if name in O.REDUCTIONS and state.domain is not None:
             return state.domain == reduction_domain(op)
         return True
+
+    def normalization(self, op: ir.Operation, name: str, value: ir.Value, state: _Segment) -> bool:
+        """Rule 2b: in a segment whose reductions reduce the innermost dims,
+        a post value may come back to the full iteration space: a pointwise
+        op or cast with a result of the reduced tensor's sizes may read it
+        (a keepdim row value broadcasts over the row), and a reduction of the
+        segment's domain may read such full-size post values."""
+        if state.domain is None or not _inner(state.domain):
+            return False
+        sizes, dims = state.domain
+        if name in O.REDUCTIONS:
+            return reduction_domain(op) == state.domain and _sizes(value) == sizes
+        if name not in _POST_CONSUMERS or _sizes(op.results[0]) != sizes:
+            return False
+        row = tuple(("static", 1) if d in dims else size for d, size in enumerate(sizes))
+        return _sizes(value) in (sizes, row)
 
     def assign(self, op: ir.Operation, k: int, reads: list[ir.Value]) -> None:
         self.seg[op] = k

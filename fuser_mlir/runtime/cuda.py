@@ -185,6 +185,7 @@ class _Launch:
         self.function = function
         self.handle = int(function) if function is not None else 0
         self.grid = [compile_formula(e) for e in launch.grid]
+        self.when = compile_formula(launch.when) if launch.when else None
         self.block = tuple(launch.block)
         self.fillers = []
         count = 0
@@ -346,6 +347,8 @@ class CudaSegment:
         raw = self.raw
         geometries = [None if isinstance(a, (int, float, bool)) else _geometry(a) for a in args]
         for launch in self.launches:
+            if launch.when is not None and not launch.when(shapes, args):
+                continue  # the other variant of this step runs
             gx, gy, gz = [g(shapes, args) for g in launch.grid]
             if gx <= 0 or gy <= 0 or gz <= 0:
                 continue  # an empty tensor: nothing to do

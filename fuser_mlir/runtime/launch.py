@@ -9,8 +9,8 @@ CUDA driver alone (no MLIR, no compiled host code).
 Formulas (grid sizes, temporary shapes) are small expression trees over the
 segment's arguments: ``["const", n]``, ``["argdim", k, d]`` (size of dim ``d``
 of argument ``k``), ``["arg", k]`` (the value of scalar argument ``k``) and
-``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv min max`` (``div``
-rounds down).
+``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv mod min max le gt eq``
+(``div`` rounds down; ``le``/``gt``/``eq`` are 1 or 0).
 
 Bindings say what a kernel argument is: ``["arg", k]`` (argument ``k`` of the
 segment), ``["temp", j]`` (temporary ``j``), ``["view", j, shape]``
@@ -37,6 +37,10 @@ _BINARY = {
     "ceildiv": lambda a, b: -(-a // b),
     "min": min,
     "max": max,
+    "mod": lambda a, b: a % b,
+    "le": lambda a, b: int(a <= b),
+    "gt": lambda a, b: int(a > b),
+    "eq": lambda a, b: int(a == b),
 }
 
 
@@ -81,7 +85,7 @@ def describe(expr: list) -> str:
         return f"arg{expr[1]}.d{expr[2]}"
     if kind == "arg":
         return f"arg{expr[1]}"
-    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//"}.get(kind)
+    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%", "le": "<=", "gt": ">", "eq": "=="}.get(kind)
     if symbol:
         return f"({describe(expr[1])} {symbol} {describe(expr[2])})"
     return f"{kind}({describe(expr[1])}, {describe(expr[2])})"
@@ -102,6 +106,7 @@ class KernelLaunch:
     block: list[int]  # three sizes
     args: list[list]  # one binding per kernel argument
     shared_bytes: int = 0
+    when: list | None = None  # launched only where this formula is non-zero (None: always)
 
 
 @dataclass
@@ -126,7 +131,8 @@ class SegmentProgram:
         for launch in self.launches:
             grid = ", ".join(describe(e) for e in launch.grid)
             args = ", ".join(_binding_text(b) for b in launch.args)
-            lines.append(f"{launch.kernel}<<<({grid}), {tuple(launch.block)}>>>({args})")
+            condition = f" if {describe(launch.when)}" if launch.when else ""
+            lines.append(f"{launch.kernel}<<<({grid}), {tuple(launch.block)}>>>({args}){condition}")
         return "\n".join(lines)
 
 

@@ -4,23 +4,33 @@
 // gpu.module @fuser_kernels and records each segment's launch program
 // (temporaries, grids, blocks, argument bindings) in fuser.launches.
 
-// A pointwise segment: a grid-stride loop over the collapsed iteration
-// space; the broadcast operand is read at index 0 of its size-1 dim and the
-// scalar input is a kernel argument. The grid is sized to the problem.
+// A pointwise segment over rows of at least 128 elements (k0): blocks take
+// rows, threads stride over the row, the column operand is read at index 0
+// of its size-1 dim, the row operand at index 0 of its own, and the scalar
+// input is a kernel argument. Shorter rows (k1): a grid-stride loop over
+// the collapsed iteration space, indices recovered by division. Without
+// layouts (fuser-opt knows none), no operand counts as dense: no vectors.
 // CHECK-LABEL: func.func private @scale_seg0(
-// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
-// CHECK-SAME:    \22block\22: [256, 1, 1], \22args\22: {{\[\[}}\22arg\22, 0], [\22arg\22, 1], [\22arg\22, 2], [\22arg\22, 3]]
+// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22argdim\22, 0, 0], [\22const\22, 8448]]
+// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22arg\22, 1], [\22arg\22, 2], [\22arg\22, 3]]
+// CHECK-SAME:    \22when\22: [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
+// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
+// CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
 // CHECK:       gpu.module @fuser_kernels
 // CHECK:         gpu.func @scale_seg0_k0(%[[X:.*]]: memref<?x1xf32, strided<[?, ?], offset: ?>>, %[[Y:.*]]: memref<1x?xf32, strided<[?, ?], offset: ?>>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>) kernel
 // CHECK:           %[[BID:.*]] = gpu.block_id  x
-// CHECK:           %[[TID:.*]] = gpu.thread_id  x
+// CHECK:           scf.for %[[R:.*]] = %[[BID]] to %{{.*}} step %{{.*}} {
+// CHECK:             %[[TID:.*]] = gpu.thread_id  x
+// CHECK:             scf.for %[[C:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK:               memref.load %[[X]][%[[R]], %{{.*}}]
+// CHECK:               memref.load %[[Y]][%{{.*}}, %[[C]]]
+// CHECK:               arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK:               memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
+// CHECK:         gpu.func @scale_seg0_k1(
 // CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:             %[[C:.*]] = arith.remui %[[I]]
 // CHECK:             %[[R:.*]] = arith.divui %[[I]]
-// CHECK:             memref.load %[[X]][%[[R]], %{{.*}}]
-// CHECK:             memref.load %[[Y]][%{{.*}}, %[[C]]]
-// CHECK:             arith.mulf %{{.*}}, %[[S]] : f32
-// CHECK:             memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
+// CHECK:             memref.store %{{.*}}, %{{.*}}[%[[R]], %[[C]]]
 func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 3 : i64} {
   %a = "fuser.add"(%x, %y) : (tensor<?x1xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
   %m = "fuser.mul"(%a, %s) : (tensor<?x?xf32>, f32) -> tensor<?x?xf32>
@@ -30,13 +40,28 @@ func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor
 
 // -----
 
-// An inner reduction: one block per row (rows in a grid-stride loop over
-// blocks), each thread sums a strided slice of the row from the fill value,
-// gpu.all_reduce combines the block and thread 0 stores. The fill is folded
-// into the kernel: one launch, no temporaries.
+// An inner reduction: two kernels, and the launch program picks one by the
+// row length. Rows up to 4096 elements: a warp per row (8 rows per block),
+// lanes sum strided slices from the fill value, a butterfly of shuffles
+// combines the warp and lane 0 stores. Longer rows: a block per row,
+// gpu.all_reduce, then a barrier before the block's next row. The fill is
+// folded into both kernels: no temporaries.
 // CHECK-LABEL: func.func private @rowsum_seg0(
-// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22rowsum_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22argdim\22, 0, 0], [\22const\22, 8448]], [\22const\22, 1], [\22const\22, 1]]
+// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22rowsum_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 8448]]
+// CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 0, 1], [\22const\22, 4096]]
+// CHECK-SAME:    \22kernel\22: \22rowsum_seg0_k1\22
+// CHECK-SAME:    \22when\22: [\22gt\22, [\22argdim\22, 0, 1], [\22const\22, 4096]]
 // CHECK:         gpu.func @rowsum_seg0_k0(
+// CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[LANE:.*]] = arith.remui %{{.*}}, %c32
+// CHECK:           scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             %[[PART:.*]] = scf.for %{{.*}} = %[[LANE]] to %{{.*}} step %c32 iter_args(%{{.*}} = %[[ZERO]]) -> (f32) {
+// CHECK:             gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f32
+// CHECK-COUNT-4:     gpu.shuffle  xor
+// CHECK:             %[[TOTAL:.*]] = arith.addf
+// CHECK:             scf.if
+// CHECK-NEXT:          memref.store %[[TOTAL]], %{{.*}}[%[[ROW]]]
+// CHECK:         gpu.func @rowsum_seg0_k1(
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:           %[[TID:.*]] = gpu.thread_id  x
 // CHECK:           %[[THREADS:.*]] = gpu.block_dim  x
@@ -44,6 +69,7 @@ func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor
 // CHECK:           scf.for %[[ROW:.*]] = %[[BID]] to %{{.*}} step %{{.*}} {
 // CHECK:             %[[PART:.*]] = scf.for %{{.*}} = %[[TID]] to %{{.*}} step %[[THREADS]] iter_args(%{{.*}} = %[[ZERO]]) -> (f32) {
 // CHECK:             %[[TOTAL:.*]] = gpu.all_reduce  add %[[PART]] uniform
+// CHECK:             gpu.barrier
 // CHECK:             scf.if
 // CHECK-NEXT:          memref.store %[[TOTAL]], %{{.*}}[%[[ROW]]]
 // CHECK-NOT:     gpu.func
@@ -58,16 +84,17 @@ func.func @rowsum(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> att
 // An outer reduction: kernel 0 gives each thread a column and each
 // blockIdx.y a chunk of the rows, and writes partial results to
 // [splits, columns] temporaries; kernel 1 combines the splits of each column.
-// Float max reduces integer order keys and a NaN flag (two accumulators,
-// temporaries 0 and 1), which kernel 2 turns back into floats.
+// Float max reduces integer order keys and a NaN flag (two accumulators:
+// partials in temporaries 0 and 1, results in 2 and 3), which kernel 2
+// turns back into floats.
 // CHECK-LABEL: func.func private @colmax_seg0(
 // CHECK-SAME:    fuser.launches = "{\22temps\22: [{\22dtype\22: \22i32\22, \22shape\22: {{.*}}}, {\22dtype\22: \22i32\22
 // CHECK-SAME:    \22kernel\22: \22colmax_seg0_k0\22
-// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 2], [\22temp\22, 3]]
+// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 0], [\22temp\22, 1]]
 // CHECK-SAME:    \22kernel\22: \22colmax_seg0_k1\22
-// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 2], [\22temp\22, 3], [\22temp\22, 0], [\22temp\22, 1]]
+// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 0], [\22temp\22, 1], [\22temp\22, 2], [\22temp\22, 3]]
 // CHECK-SAME:    \22kernel\22: \22colmax_seg0_k2\22
-// CHECK-SAME:    \22args\22: {{\[\[}}\22temp\22, 0], [\22temp\22, 1], [\22arg\22, 1]]
+// CHECK-SAME:    \22args\22: {{\[\[}}\22temp\22, 2], [\22temp\22, 3], [\22arg\22, 1]]
 // CHECK:         gpu.func @colmax_seg0_k0(
 // CHECK:           gpu.block_id  y
 // CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (i32, i32)

@@ -90,15 +90,27 @@ def schedule(fd):
         return str(scheduled.module), scheduled.programs
 
 
-def test_inner_reduction_is_one_block_per_row_with_an_all_reduce():
+def test_inner_reduction_is_a_warp_per_short_row_and_a_block_per_long_row():
     text, programs = schedule(sums([2]))
     (program,) = programs.values()
-    (launch,) = program.launches  # the fill is folded into the kernel
+    warp, block = program.launches  # the fill is folded into both kernels
     assert not program.temps
-    assert re.search(r"gpu.all_reduce +add", text) and "gpu.block_id  x" in text
-    # a block per row: rows = d0 * d1 of the input
-    assert evaluate(launch.grid[0], [(3, 5, 7), (3, 5)], []) == 15
-    assert launch.block == [256, 1, 1]
+    assert "gpu.shuffle  xor" in text and re.search(r"gpu.all_reduce +add", text)
+    short, long = [(3, 5, 7), (3, 5)], [(3, 5, 5000), (3, 5)]
+    assert evaluate(warp.when, short, []) == 1 and evaluate(block.when, short, []) == 0
+    assert evaluate(warp.when, long, []) == 0 and evaluate(block.when, long, []) == 1
+    # 8 warps of a 256-thread block take 8 rows; a block takes one: rows = d0 * d1
+    assert evaluate(warp.grid[0], short, []) == 2 and evaluate(block.grid[0], short, []) == 15
+    assert warp.block == block.block == [256, 1, 1]
+
+
+def test_a_softmax_is_one_persistent_kernel_per_scheme():
+    text, programs = schedule(softmax_bf16())
+    (program,) = programs.values()  # one segment (rule 2b)
+    assert len(program.launches) == 2 and not program.temps  # row values stay in registers
+    for launch in program.launches:  # reads the input, writes the output, nothing else
+        assert launch.args == [["arg", 0], ["arg", 1]]
+    assert "gpu.shuffle  xor" in text and "gpu.all_reduce" in text
 
 
 def test_outer_reduction_splits_rows_into_partials_then_combines_them():
@@ -136,3 +148,18 @@ def test_formulas():
     assert evaluate(["min", ["mul", ["argdim", 0, 0], ["arg", 1]], ["const", 7]], shapes, [None, 3]) == 7
     assert evaluate(["div", ["const", 7], ["const", 2]], shapes, []) == 3
     assert evaluate(["max", ["sub", ["const", 1], ["const", 2]], ["const", 0]], shapes, []) == 0
+
+
+def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        dense = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+        strided = lower_to_gpu(module, {"fusion_seg0": [(False, 16), (True, 16)]})
+    (program,) = dense.programs.values()
+    vector = [launch for launch in program.launches if any(b[0] == "flat" for b in launch.args)]
+    assert len(vector) == 2 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
+    for cols in (4096, 4100, 9000, 9008):
+        chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
+        assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0)
+    (program,) = strided.programs.values()
+    assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads

@@ -58,3 +58,18 @@ def test_compiled_formulas_agree_with_the_evaluator():
     expr = ["max", ["const", 1], ["min", ["ceildiv", ["argdim", 0, 0], ["const", 32]], ["ceildiv", ["const", 1056], ["ceildiv", ["argdim", 0, 1], ["const", 256]]]]]
     for shape in [(0, 5), (31, 7), (100000, 1024), (5, 300000)]:
         assert compile_formula(expr)([shape], []) == evaluate(expr, [shape], [])
+
+
+def test_a_launch_runs_only_where_its_condition_holds():
+    from fuser_mlir.runtime.launch import compile_formula
+
+    program = SegmentProgram(
+        launches=[
+            KernelLaunch("short", [["const", 1]] * 3, [256, 1, 1], [["arg", 0]], when=["le", ["argdim", 0, 1], ["const", 4096]]),
+            KernelLaunch("long", [["const", 1]] * 3, [256, 1, 1], [["arg", 0]], when=["gt", ["argdim", 0, 1], ["const", 4096]]),
+        ]
+    )
+    segment = CudaSegment("seg", program, None, [ArgKind.tensor("float32", 2)], device=0)
+    chosen = lambda shape: [l.launch.kernel for l in segment.launches if l.when([shape], [])]  # noqa: E731
+    assert chosen((8, 4096)) == ["short"] and chosen((8, 4097)) == ["long"]
+    assert compile_formula(["le", ["const", 3], ["const", 3]])([], []) == 1

@@ -44,7 +44,7 @@ from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.image import KernelImage
 from fuser_mlir.runtime.signature import FusionSignature
-from fuser_mlir.runtime.plan import Buffer, HazardResolution, LaunchPlan, MemoryStats, Segment, Step, execute
+from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Segment, Step, execute
 
 STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 
@@ -61,7 +61,7 @@ def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 @dataclass
-class CompiledFusion:
+class CompiledFusion(Inspectable):
     """A fusion compiled for one signature: launch plan + kernels."""
 
     name: str
@@ -83,16 +83,6 @@ class CompiledFusion:
     key: tuple | None = None
     hazard_policy: str = "auto"
 
-    @property
-    def num_segments(self) -> int:
-        return len(self.segments)
-
-    def ir(self, stage: str = "fuser") -> str:
-        """The IR after ``stage`` (one of STAGES)."""
-        if stage not in self.stages:
-            raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(self.stages)}")
-        return self.stages[stage]
-
     def execute(
         self,
         args: Sequence[object],
@@ -113,11 +103,6 @@ class CompiledFusion:
         return cuda.execute_plan(
             self.plan, self.kernels, args, given, memory, device=device_index(self.device), torch_outputs=torch_outputs, raw=raw
         )
-
-    def to_dot(self) -> str:
-        from fuser_mlir.visualize import plan_to_dot
-
-        return plan_to_dot(self)
 
     def export(self, path) -> str:
         """Write this fusion as an artifact: a directory, or one zip file when

@@ -18,17 +18,33 @@ parameters) or a scalar. Values the kernel body needs from the segment
 function (constants, sizes, scalar arithmetic on scalar inputs) are
 recomputed inside the kernel from its arguments.
 
-Schedulers, one per linalg op (a generic's iteration space is split into its
-parallel dims P and reduction dims R):
+Schedulers (a generic's iteration space is split into its parallel dims P
+and reduction dims R; *layouts* say which segment arguments are dense and
+how aligned, from the executor's cache key):
 
-pointwise (R empty)
-    a grid-stride loop over the P space collapsed to 1-D; the grid is sized
-    to the problem, capped at :data:`MAX_BLOCKS`.
+persistent rows (a whole segment)
+    when the segment's generics all run over the ``[P..., R]`` space of its
+    first reduction (R the trailing dims) or over one value per row, as a
+    softmax, layer norm or RMS norm do after segmentation rule 2b: one
+    kernel in which each group of threads takes rows in a grid-stride loop
+    and runs every generic of the segment in turn for its row. A reduction's
+    result is combined over the group and stays in a register for the rest
+    of the row, as does every value computed per row (their temporaries are
+    not even allocated); full-size buffers are written and read back by the
+    same lane, so no barrier is needed between the generics, and the row's
+    input, read once per pass, stays in L1/L2.
+flat pointwise (R empty, every operand dense and read at the same index)
+    a grid-stride loop over the elements, 16-byte vector loads and stores
+    where the alignments allow, and a scalar tail.
+row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
+    blocks take rows, threads stride over the row: no index division per
+    element, and a column operand broadcast along the row is one value per
+    row; a grid-stride loop with index division for short rows.
 inner reduction (R dims after the P dims)
-    one block of :data:`THREADS` threads per output row (rows in a
-    grid-stride loop): each thread accumulates a strided slice of the row in
-    registers, then ``gpu.all_reduce`` combines the block's partial results
-    (warp shuffles and shared memory) and thread 0 stores the row's result.
+    a warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (butterfly
+    ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
+    barrier before the block's next row): lanes accumulate strided slices
+    of the row in registers, lane 0 stores the row's result.
 outer reduction (R dims before the P dims, a full reduction included)
     a column scheme in two kernels: threads own consecutive output columns
     (coalesced reads), the R space is split into ``S`` chunks along
@@ -37,6 +53,14 @@ outer reduction (R dims before the P dims, a full reduction included)
     the ``S`` partials of each column.
 serial (any other reduction)
     one thread per output element looping over the whole R space.
+
+Row kernels read and write 16-byte vectors of consecutive columns when every
+operand that varies along the row is dense with the row as its last dim and
+aligned for it (:meth:`_SegmentScheduler.row_lanes`). Choices that depend on
+sizes are made at launch: a scheme is compiled in each variant (warp or block
+per row, vector or scalar columns, row or flat pointwise) and each launch
+carries a ``when`` condition (the row length against the limits, the row
+length a multiple of the vector width), exactly one of which holds.
 
 The block-level schemes need the combining operation of each accumulator: the
 generic's body must yield ``combine(acc, f(inputs))`` where ``combine`` is an

@@ -26,6 +26,8 @@ from __future__ import annotations
 import ctypes
 import functools
 
+from fuser_mlir.runtime.cpu import cpu_flags
+
 #: Vector library -> (VFABI ISA letter, vector register bits), widest first.
 LIBRARIES: dict[str, tuple[tuple[str, int], ...]] = {
     "libmvec-avx512": (("e", 512), ("d", 256), ("b", 128)),
@@ -85,24 +87,13 @@ def _load_libmvec() -> ctypes.CDLL | None:
         return None
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 @functools.cache
 def host_vector_library() -> str:
     """The best vector library this process can use, or ``""`` (scalar libm)."""
     library = _load_libmvec()
     if library is None:
         return ""
-    flags = _cpu_flags()
+    flags = cpu_flags()
     for name, flag in _HOST_FLAGS:
         if flag in flags and all(hasattr(library, v) for v in all_variant_names(name)):
             return name

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from fuser_mlir.errors import ArtifactError, InputError
 from fuser_mlir.runtime.image import KernelImage, load_kernels
-from fuser_mlir.runtime.plan import HazardResolution, LaunchPlan, MemoryStats, Segment
+from fuser_mlir.runtime.plan import HazardResolution, Inspectable, LaunchPlan, MemoryStats, Segment
 from fuser_mlir.runtime.signature import FusionSignature
 
 FORMAT = "fuser-mlir-artifact"
@@ -358,7 +358,7 @@ def load(path, device: str | None = None) -> "LoadedFusion":
 # -- the loaded fusion -----------------------------------------------------------------
 
 
-class LoadedFusion:
+class LoadedFusion(Inspectable):
     """A fusion loaded from an artifact: ``run(inputs, outputs=None)`` like
     FusionExecutorCache, plus the inspection API of CompiledFusion (``plan``,
     ``segments``, ``ir(stage)``, ``hazard_report``, ``to_dot()``, ``export()``)."""
@@ -432,20 +432,6 @@ class LoadedFusion:
         return describe_key_mismatch(self.key, key)
 
     # -- inspection -------------------------------------------------------------
-
-    @property
-    def num_segments(self) -> int:
-        return len(self.segments)
-
-    def ir(self, stage: str = "fuser") -> str:
-        if stage not in self.stages:
-            raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(self.stages)}")
-        return self.stages[stage]
-
-    def to_dot(self) -> str:
-        from fuser_mlir.visualize import plan_to_dot
-
-        return plan_to_dot(self)
 
     def export(self, path) -> str:
         return export(self, path)

@@ -8,7 +8,8 @@ CUDA driver alone (no MLIR, no compiled host code).
 
 Formulas (grid sizes, temporary shapes) are small expression trees over the
 segment's arguments: ``["const", n]``, ``["argdim", k, d]`` (size of dim ``d``
-of argument ``k``), ``["arg", k]`` (the value of scalar argument ``k``) and
+of argument ``k``; launch plans write ``["dim", i, d]`` for input ``i`` and
+share this module's evaluation), ``["arg", k]`` (the value of scalar argument ``k``) and
 ``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv mod min max le gt eq``
 (``div`` rounds down; ``le``/``gt``/``eq`` are 1 or 0).
 
@@ -28,6 +29,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+#: Leaves naming a dim of an argument: ``argdim`` (launch programs) and
+#: ``dim`` (launch plans, whose arguments are the fusion's inputs).
+_DIM = ("argdim", "dim")
 
 _BINARY = {
     "add": lambda a, b: a + b,
@@ -50,7 +55,7 @@ def evaluate(expr: list, shapes: Sequence[Sequence[int]], scalars: Sequence[obje
     kind = expr[0]
     if kind == "const":
         return int(expr[1])
-    if kind == "argdim":
+    if kind in _DIM:
         return int(shapes[expr[1]][expr[2]])
     if kind == "arg":
         return int(scalars[expr[1]])
@@ -64,7 +69,7 @@ def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[o
     if kind == "const":
         value = int(expr[1])
         return lambda shapes, args: value
-    if kind == "argdim":
+    if kind in _DIM:
         k, d = int(expr[1]), int(expr[2])
         return lambda shapes, args: shapes[k][d]
     if kind == "arg":
@@ -76,19 +81,20 @@ def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[o
     return lambda shapes, args: op(left(shapes, args), right(shapes, args))
 
 
-def describe(expr: list) -> str:
-    """``ceildiv(arg0.d1, 256)``: a formula in words."""
+def describe(expr: list, prefix: str = "arg") -> str:
+    """``ceildiv(arg0.d1, 256)``: a formula in words (``prefix`` names the
+    arguments: ``in`` for a launch plan's fusion inputs)."""
     kind = expr[0]
     if kind == "const":
         return str(expr[1])
-    if kind == "argdim":
-        return f"arg{expr[1]}.d{expr[2]}"
+    if kind in _DIM:
+        return f"{prefix}{expr[1]}.d{expr[2]}"
     if kind == "arg":
-        return f"arg{expr[1]}"
+        return f"{prefix}{expr[1]}"
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%", "le": "<=", "gt": ">", "eq": "=="}.get(kind)
     if symbol:
-        return f"({describe(expr[1])} {symbol} {describe(expr[2])})"
-    return f"{kind}({describe(expr[1])}, {describe(expr[2])})"
+        return f"({describe(expr[1], prefix)} {symbol} {describe(expr[2], prefix)})"
+    return f"{kind}({describe(expr[1], prefix)}, {describe(expr[2], prefix)})"
 
 
 @dataclass

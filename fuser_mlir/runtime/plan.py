@@ -26,36 +26,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fuser_mlir.runtime.cpu import numpy_dtype
+from fuser_mlir.runtime.launch import compile_formula, describe, evaluate
 
 SizeExpr = list  # see the module docstring
-
-_BINARY = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a // b,
-}
 
 
 def eval_size(expr: SizeExpr, input_shapes: Sequence[Sequence[int]]) -> int:
     """Evaluate one size formula for the given input shapes."""
-    kind = expr[0]
-    if kind == "const":
-        return int(expr[1])
-    if kind == "dim":
-        return int(input_shapes[expr[1]][expr[2]])
-    return _BINARY[kind](eval_size(expr[1], input_shapes), eval_size(expr[2], input_shapes))
+    return evaluate(expr, input_shapes, ())
 
 
 def format_size(expr: SizeExpr) -> str:
-    """``in0.d1 * 4``: a size formula in words."""
-    kind = expr[0]
-    if kind == "const":
-        return str(expr[1])
-    if kind == "dim":
-        return f"in{expr[1]}.d{expr[2]}"
-    symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//"}[kind]
-    return f"({format_size(expr[1])} {symbol} {format_size(expr[2])})"
+    """``(in0.d1 * 4)``: a size formula in words."""
+    return describe(expr, "in")
 
 
 @dataclass
@@ -226,9 +209,8 @@ def size_getter(expr: SizeExpr) -> Callable[[Sequence[object]], int]:
     if kind == "dim":
         index, dim = expr[1], expr[2]
         return lambda inputs: int(inputs[index].shape[dim])
-    combine = _BINARY[kind]
-    left, right = size_getter(expr[1]), size_getter(expr[2])
-    return lambda inputs: combine(left(inputs), right(inputs))
+    formula = compile_formula(expr)
+    return lambda inputs: formula([getattr(x, "shape", ()) for x in inputs], inputs)
 
 
 def shape_getter(plan: LaunchPlan, shape: list[SizeExpr]) -> Callable[[Sequence[object]], tuple[int, ...]]:
@@ -337,3 +319,24 @@ def prepare(plan: LaunchPlan) -> PreparedPlan:
     given = tuple((base + b.id, b.index) for b in plan.buffers if b.kind == "given")
     outputs = [slot(i) for i in plan.outputs]
     return PreparedPlan(base, (None,) * len(plan.buffers), given, tuple(steps), _list_getter(outputs))
+
+
+class Inspectable:
+    """The inspection API a compiled fusion and a loaded artifact share;
+    they have ``segments`` and ``stages`` (IR text by stage name)."""
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    def ir(self, stage: str = "fuser") -> str:
+        """The IR after ``stage``."""
+        if stage not in self.stages:
+            raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(self.stages)}")
+        return self.stages[stage]
+
+    def to_dot(self) -> str:
+        """The segments, buffers and read/write edges as Graphviz dot."""
+        from fuser_mlir.visualize import plan_to_dot
+
+        return plan_to_dot(self)

@@ -25,8 +25,8 @@ def test_show_segments_writes_dot_for_each_definition(tmp_path, capsys):
         "from fuser_mlir import FusionDefinition, DataType\n"
         "with FusionDefinition(name='softmax') as sm:\n"
         "    x = sm.define_tensor(shape=[-1, -1])\n"
-        "    e = sm.ops.exp(x - sm.ops.max(x, dims=[1], keepdim=True))\n"
-        "    sm.add_output(e / sm.ops.sum(e, dims=[1], keepdim=True))\n"
+        "    e = sm.ops.exp(x - sm.ops.max(x, dims=[0], keepdim=True))\n"
+        "    sm.add_output(e / sm.ops.sum(e, dims=[0], keepdim=True))\n"
     )
     assert main(["show-segments", str(script)]) == 0
     out = capsys.readouterr().out
@@ -71,8 +71,8 @@ from fuser_mlir import DataType, FusionDefinition
 with FusionDefinition(name="softmax") as fd:
     x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
     fd.add_output(fd.ops.exp(x) * 2.0, x)
-    e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
-    fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[0], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
 
 def example_inputs():
     return [np.ones((4, 8), np.float32)]
@@ -94,8 +94,8 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     x0 = x.astype(np.float64)
     given = np.full((3, 5), np.nan, np.float32)
     (result,) = loaded.run([x], outputs=[given])
-    e = np.exp(x0 - x0.max(1, keepdims=True))
-    np.testing.assert_allclose(given, e / e.sum(1, keepdims=True), rtol=1e-5)
+    e = np.exp(x0 - x0.max(0, keepdims=True))
+    np.testing.assert_allclose(given, e / e.sum(0, keepdims=True), rtol=1e-5)
     np.testing.assert_allclose(x, np.exp(x0) * 2.0, rtol=1e-6)  # the in-place update
     assert main(["inspect", str(out_path)]) == 0
     text = capsys.readouterr().out

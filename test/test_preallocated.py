@@ -20,12 +20,13 @@ def poisoned(shape, dtype=np.float32):
 
 
 def three_segment_fusion():
-    """Outputs from the first (s), a middle (d) and the last (n) segment."""
+    """Outputs from the first (s), a middle (d) and the last (n) segment: a
+    normalization over the columns (dim 0), which cuts at every broadcast back."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        s = fd.ops.sum(x, dims=[1], keepdim=True)  # segment 0
+        s = fd.ops.sum(x, dims=[0], keepdim=True)  # segment 0
         d = x - s  # segment 1 (reads s at x's iteration space)
-        q = fd.ops.sum(d * d, dims=[1], keepdim=True)
+        q = fd.ops.sum(d * d, dims=[0], keepdim=True)
         n = d / fd.ops.sqrt(q + 1.0)  # segment 2
         fd.add_output(s)
         fd.add_output(d)
@@ -35,9 +36,9 @@ def three_segment_fusion():
 
 def reference(x):
     x = x.astype(np.float64)
-    s = x.sum(axis=1, keepdims=True)
+    s = x.sum(axis=0, keepdims=True)
     d = x - s
-    n = d / np.sqrt((d * d).sum(axis=1, keepdims=True) + 1.0)
+    n = d / np.sqrt((d * d).sum(axis=0, keepdims=True) + 1.0)
     return [s, d, n]
 
 
@@ -53,7 +54,7 @@ def test_given_outputs_of_any_segment_are_written_in_place(mask, device):
     x = rand(7, 24)
     x0 = x.copy()
     x = to_device(x, device)
-    shapes = [(7, 1), (7, 24), (7, 24)]
+    shapes = [(1, 24), (7, 24), (7, 24)]
     given = [to_device(poisoned(s), device) if m else None for s, m in zip(shapes, mask)]
     compiled, _, _ = fec.compiled_for([x], given)
     assert compiled.num_segments == 3
@@ -88,7 +89,7 @@ def test_alternating_signatures_compile_once_each_and_reuse_buffers():
     fd = three_segment_fusion()
     fec = FusionExecutorCache(fd)
     x = rand(6, 10)
-    s_buf, d_buf, n_buf = poisoned((6, 1)), poisoned((6, 10)), poisoned((6, 10))
+    s_buf, d_buf, n_buf = poisoned((1, 10)), poisoned((6, 10)), poisoned((6, 10))
     wide = poisoned((6, 20))
     calls = [
         [s_buf, d_buf, n_buf],

@@ -108,17 +108,17 @@ def test_forced_cuts_give_the_same_results(case, device):
 def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        s = fd.ops.sum(x, dims=[1], keepdim=True)
+        s = fd.ops.sum(x, dims=[0], keepdim=True)
         fd.add_output(s)
-        fd.add_output(x - s)  # s broadcast back: a later segment reads the output buffer
+        fd.add_output(x - s)  # column sums broadcast back: a later segment reads the output buffer
     x = rand(12, 9)
     compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
     assert compiled.num_segments == 2
     assert not [b for b in compiled.plan.buffers if b.kind == "intermediate"]
     s, d = map(to_host, fd.execute([to_device(x, device)]))
     x64 = x.astype(np.float64)
-    np.testing.assert_allclose(s, x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(d, x64 - x64.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s, x64.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(d, x64 - x64.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
 
 
 def test_a_fusion_of_twelve_segments(device):

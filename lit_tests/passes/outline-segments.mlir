@@ -100,31 +100,32 @@ func.func @softmax(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32
 
 // -----
 
-// An output that a later segment reads: the output buffer is the
-// intermediate. Segment 0 writes %e into the caller's %o0 and segment 1
-// reads it back from the call result; no extra buffer, no host copy.
+// An output that a later segment reads (exp, divided by its column sums):
+// the output buffer is the intermediate. Segment 0 writes %e into the
+// caller's %o0 and segment 1 reads it back from the call result; no extra
+// buffer, no host copy.
 // CHECK-LABEL: func.func @output_read_later(
 // CHECK-SAME:    %[[X:.*]]: tensor<?x?xf32>, %[[O0:.*]]: tensor<?x?xf32>, %[[O1:.*]]: tensor<?x?xf32>)
-// CHECK-NEXT:    %[[N0:.*]] = "fuser.size"(%[[X]]) {dim = 0 : i64}
-// CHECK-NEXT:    %[[SUM:.*]] = "fuser.empty"(%[[N0]]) : (i64) -> tensor<?x1xf32>
+// CHECK-NEXT:    %[[N1:.*]] = "fuser.size"(%[[X]]) {dim = 1 : i64}
+// CHECK-NEXT:    %[[SUM:.*]] = "fuser.empty"(%[[N1]]) : (i64) -> tensor<1x?xf32>
 // CHECK-NEXT:    %[[A:.*]]:2 = call @output_read_later_seg0(%[[X]], %[[O0]], %[[SUM]])
 // CHECK-NEXT:    %[[B:.*]] = call @output_read_later_seg1(%[[A]]#0, %[[A]]#1, %[[O1]])
 // CHECK-NEXT:    return %[[A]]#0, %[[B]]
 // CHECK-LABEL: func.func private @output_read_later_seg0(
-// CHECK-SAME:    %[[X:.*]]: tensor<?x?xf32>, %[[D0:.*]]: tensor<?x?xf32>, %[[D1:.*]]: tensor<?x1xf32>) -> (tensor<?x?xf32>, tensor<?x1xf32>)
+// CHECK-SAME:    %[[X:.*]]: tensor<?x?xf32>, %[[D0:.*]]: tensor<?x?xf32>, %[[D1:.*]]: tensor<1x?xf32>) -> (tensor<?x?xf32>, tensor<1x?xf32>)
 // CHECK-NEXT:    %[[E:.*]] = "fuser.exp"(%[[X]])
 // CHECK-NEXT:    %[[S:.*]] = "fuser.sum"(%[[E]])
 // CHECK-NEXT:    %[[W0:.*]] = "fuser.store"(%[[E]], %[[D0]])
 // CHECK-NEXT:    %[[W1:.*]] = "fuser.store"(%[[S]], %[[D1]])
 // CHECK-NEXT:    return %[[W0]], %[[W1]]
 // CHECK-LABEL: func.func private @output_read_later_seg1(
-// CHECK-SAME:    %[[E:.*]]: tensor<?x?xf32>, %[[S:.*]]: tensor<?x1xf32>, %[[D:.*]]: tensor<?x?xf32>)
+// CHECK-SAME:    %[[E:.*]]: tensor<?x?xf32>, %[[S:.*]]: tensor<1x?xf32>, %[[D:.*]]: tensor<?x?xf32>)
 // CHECK-NEXT:    %[[Y:.*]] = "fuser.div"(%[[E]], %[[S]])
 // CHECK-NEXT:    %[[W:.*]] = "fuser.store"(%[[Y]], %[[D]])
 func.func @output_read_later(%x: tensor<?x?xf32>, %o0: tensor<?x?xf32>, %o1: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) attributes {fuser.num_inputs = 1 : i64} {
   %e = "fuser.exp"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
-  %s = "fuser.sum"(%e) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
-  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%e) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
   %r0 = "fuser.store"(%e, %o0) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   %r1 = "fuser.store"(%y, %o1) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r0, %r1 : tensor<?x?xf32>, tensor<?x?xf32>

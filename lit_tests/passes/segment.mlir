@@ -75,8 +75,9 @@ func.func @segment_set_of_input(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tenso
 
 // -----
 
-// Softmax: the broadcast of max(x) back to x's iteration space cuts, and so
-// does the broadcast of the sum: three segments [max | sub exp sum | div].
+// Softmax written with keepdim = false: the broadcast_in_dim of max(x) is a
+// layout op on a reduced value and cuts, and so does the one of the sum,
+// rows or not: three segments [max | broadcast sub exp sum | broadcast div].
 // CHECK-LABEL: func.func @softmax(
 // CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = false}
 // CHECK-NEXT:    "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0>, fuser.segment = 1 : i64}
@@ -100,16 +101,95 @@ func.func @softmax(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32
 
 // -----
 
-// With keepdim the cut moves to the pointwise op that combines the reduced
-// value with x: sub(x, max) has x's shape, not the reduced one.
-// CHECK-LABEL: func.func @keepdim_broadcast_back(
+// Softmax with keepdim reductions over the rows (rule 2b): the pointwise
+// ops read max and sum at x's iteration space, and sum reduces exp(x - max)
+// over the same domain, so the whole softmax is one segment.
+// CHECK-LABEL: func.func @softmax_rows(
 // CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
-// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
-func.func @keepdim_broadcast_back(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NOT:     fuser.segment = 1
+func.func @softmax_rows(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
   %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
   %d = "fuser.sub"(%x, %m) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
-  %r = "fuser.store"(%d, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %e = "fuser.exp"(%d) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%e) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Softmax over the columns (dim 0, not a suffix): rule 2b does not apply, so
+// each pointwise op that reads max or sum at x's iteration space cuts:
+// [max | sub exp sum | div].
+// CHECK-LABEL: func.func @softmax_columns(
+// CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 1 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 2 : i64}
+func.func @softmax_columns(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %d = "fuser.sub"(%x, %m) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %e = "fuser.exp"(%d) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%e) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// A middle dim of a 3-D tensor is not a suffix either: max over dim 1
+// broadcast back cuts.
+// CHECK-LABEL: func.func @middle_dim_broadcast_back(
+// CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @middle_dim_broadcast_back(%x: tensor<?x?x?xf32>, %out: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?x?xf32>) -> tensor<?x1x?xf32>
+  %d = "fuser.sub"(%x, %m) : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+  %r = "fuser.store"(%d, %out) : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}
+
+// -----
+
+// A keepdim row max expanded to full size by a broadcast_in_dim cuts: rule 2b
+// admits pointwise ops, not layout ops on a reduced value. The sub then reads
+// the broadcast in the next segment.
+// CHECK-LABEL: func.func @broadcast_row_to_full_size(
+// CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0, 1>, fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @broadcast_row_to_full_size(%x: tensor<?x8xf32>, %out: tensor<?x8xf32>) -> tensor<?x8xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  %mb = "fuser.broadcast_in_dim"(%m) {broadcast_dims = array<i64: 0, 1>} : (tensor<?x1xf32>) -> tensor<?x8xf32>
+  %d = "fuser.sub"(%x, %mb) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = "fuser.store"(%d, %out) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+// A row sum broadcast back stays in its segment (rule 2b), but a sum of
+// that over the columns reduces another domain and cuts.
+// CHECK-LABEL: func.func @row_sum_then_columns(
+// CHECK:         "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 1 : i64, keepdim = false}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @row_sum_then_columns(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %s = "fuser.sum"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %d = "fuser.sub"(%x, %s) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %t = "fuser.sum"(%d) {dims = array<i64: 0>, keepdim = false} : (tensor<?x?xf32>) -> tensor<?xf32>
+  %r = "fuser.store"(%t, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
 }
 
 // -----
@@ -154,10 +234,11 @@ func.func @reduction_then_pointwise(%x: tensor<?x?xf32>, %bias: tensor<?xf32>, %
 // -----
 
 // Two reductions over the same domain share a segment (mean and mean of
-// squares of a layer norm); the normalisation broadcast back cuts. The
-// weight's broadcast, written first, moves next to its consumer.
+// squares of a layer norm), and the normalisation that reads mean and rstd
+// at x's iteration space joins them (rule 2b): one segment, the weight's
+// broadcast included.
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK:         "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 1>, fuser.segment = 1 : i64}
+// CHECK:         "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 1>, fuser.segment = 0 : i64}
 // CHECK:         "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
 // CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
 // CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
@@ -167,10 +248,11 @@ func.func @reduction_then_pointwise(%x: tensor<?x?xf32>, %bias: tensor<?xf32>, %
 // CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 0 : i64}
 // CHECK-NEXT:    "fuser.add"(%{{.*}}) {fuser.segment = 0 : i64}
 // CHECK-NEXT:    "fuser.rsqrt"(%{{.*}}) {fuser.segment = 0 : i64}
-// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
-// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 1 : i64}
-// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 1 : i64}
-// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NOT:     fuser.segment = 1
 func.func @layer_norm(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %n: f32, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 3 : i64} {
   %wb = "fuser.broadcast_in_dim"(%w) {broadcast_dims = array<i64: 1>} : (tensor<?xf32>) -> tensor<1x?xf32>
   %eps = "fuser.constant"() {value = 1.0e-05 : f32} : () -> f32
@@ -186,6 +268,52 @@ func.func @layer_norm(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %n: f32, %out: ten
   %d = "fuser.sub"(%x, %mean) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
   %nrm = "fuser.mul"(%d, %rstd) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
   %y = "fuser.mul"(%nrm, %wb) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// RMS norm: sum of squares, rsqrt and the scaled row are one segment (rule 2b).
+// CHECK-LABEL: func.func @rms_norm(
+// CHECK:         "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.add"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.rsqrt"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NOT:     fuser.segment = 1
+func.func @rms_norm(%x: tensor<?x?xf32>, %n: f32, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 2 : i64} {
+  %eps = "fuser.constant"() {value = 1.0e-06 : f32} : () -> f32
+  %x2 = "fuser.mul"(%x, %x) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%x2) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %ms = "fuser.div"(%s, %n) : (tensor<?x1xf32>, f32) -> tensor<?x1xf32>
+  %ve = "fuser.add"(%ms, %eps) : (tensor<?x1xf32>, f32) -> tensor<?x1xf32>
+  %rrms = "fuser.rsqrt"(%ve) : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %y = "fuser.mul"(%x, %rrms) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Centring over the columns cuts after the mean (an outer-dim
+// normalization). The weight's broadcast, written first, moves next to its
+// only consumer in segment 1.
+// CHECK-LABEL: func.func @centre_columns(
+// CHECK:         "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0>, fuser.segment = 1 : i64}
+// CHECK:         "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @centre_columns(%x: tensor<?x?xf32>, %w: tensor<?xf32>, %n: f32, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 3 : i64} {
+  %wb = "fuser.broadcast_in_dim"(%w) {broadcast_dims = array<i64: 0>} : (tensor<?xf32>) -> tensor<?x1xf32>
+  %s = "fuser.sum"(%x) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %mean = "fuser.div"(%s, %n) : (tensor<1x?xf32>, f32) -> tensor<1x?xf32>
+  %d = "fuser.sub"(%x, %mean) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %y = "fuser.mul"(%d, %wb) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
   %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
@@ -221,18 +349,18 @@ func.func @unrelated_sizes(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>, %o0: tensor
 
 // -----
 
-// An output that a later segment also reads: its store stays in the
-// producing segment.
+// An output that a later segment also reads (exp, divided by its column
+// sums): its store stays in the producing segment.
 // CHECK-LABEL: func.func @output_read_later(
 // CHECK:         "fuser.exp"(%{{.*}}) {fuser.segment = 0 : i64}
-// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
 // CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 1 : i64}
 // CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 0 : i64}
 // CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
 func.func @output_read_later(%x: tensor<?x?xf32>, %o0: tensor<?x?xf32>, %o1: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) attributes {fuser.num_inputs = 1 : i64} {
   %e = "fuser.exp"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
-  %s = "fuser.sum"(%e) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
-  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%e) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
   %r0 = "fuser.store"(%e, %o0) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   %r1 = "fuser.store"(%y, %o1) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r0, %r1 : tensor<?x?xf32>, tensor<?x?xf32>

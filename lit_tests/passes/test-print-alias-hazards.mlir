@@ -30,14 +30,15 @@ func.func @earlier_reader(%x: tensor<?x?xf32>) -> tensor<?x1xf32> attributes {fu
 // -----
 
 // Each kind of hazard, one store: a reduction reads x in the writing kernel
-// (intra-kernel), a broadcast of x feeds a later segment (cross-segment).
+// (intra-kernel), and x feeds a later segment (cross-segment: the column
+// sum broadcast back over x cuts).
 // CHECK-LABEL: func.func @both_kinds
 // CHECK: "fuser.store"(%{{.*}}, %arg0) {fuser.alias_hazards = ["cross-segment: 'fuser.sub' at {{.*}} in segment 1 reads the entry value after segment 0 writes it", "intra-kernel: 'fuser.sum' at {{.*}} reads it at other indices in segment 0, which writes it"]
 func.func @both_kinds(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
   %0 = "fuser.relu"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
   %1 = "fuser.store"(%0, %x) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
-  %2 = "fuser.sum"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
-  %3 = "fuser.sub"(%x, %2) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %2 = "fuser.sum"(%x) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %3 = "fuser.sub"(%x, %2) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
   %c0 = "fuser.size"(%x) {dim = 0 : i64} : (tensor<?x?xf32>) -> i64
   %c1 = "fuser.size"(%x) {dim = 1 : i64} : (tensor<?x?xf32>) -> i64
   %e = "fuser.empty"(%c0, %c1) : (i64, i64) -> tensor<?x?xf32>

@@ -38,6 +38,8 @@ OUTLINE = "fuser-verify,fuser-segment,fuser-outline-segments,fuser-verify"
 
 F2 = "tensor<?x?xf32>"
 R1 = "tensor<?x1xf32>"
+C1 = "tensor<1x?xf32>"
+F3 = "tensor<?x?x?xf32>"
 
 
 def fusion(name: str, args: str, results: str, num_inputs: int, body: str) -> str:
@@ -68,8 +70,24 @@ SOFTMAX = fusion("softmax", f"%x: {F2}", F2, 1, f"""
   %r = "fuser.store"(%y, %o) : ({F2}, {F2}) -> {F2}
   return %r : {F2}""")
 
+# Softmax over the columns (dim 0): an outer-dim normalization, so every
+# broadcast of a reduced value back to x's iteration space cuts (rule 2b
+# covers rows only): max | sub exp sum | div.
+SOFTMAX_COLUMNS = fusion("softmax_columns", f"%x: {F2}", F2, 1, f"""
+  %m = "fuser.max"(%x) {{dims = array<i64: 0>, keepdim = true}} : ({F2}) -> {C1}
+  %d = "fuser.sub"(%x, %m) : ({F2}, {C1}) -> {F2}
+  %e = "fuser.exp"(%d) : ({F2}) -> {F2}
+  %s = "fuser.sum"(%e) {{dims = array<i64: 0>, keepdim = true}} : ({F2}) -> {C1}
+  %y = "fuser.div"(%e, %s) : ({F2}, {C1}) -> {F2}
+  %n0 = "fuser.size"(%x) {{dim = 0 : i64}} : ({F2}) -> i64
+  %n1 = "fuser.size"(%x) {{dim = 1 : i64}} : ({F2}) -> i64
+  %o = "fuser.empty"(%n0, %n1) : (i64, i64) -> {F2}
+  %r = "fuser.store"(%y, %o) : ({F2}, {F2}) -> {F2}
+  return %r : {F2}""")
+
 # Two-pass layer norm from primitives, with affine weight and bias and the
-# mean as a second output: mean | centre + variance | normalise + affine.
+# mean as a second output: mean, centre + variance and normalise + affine
+# are one segment (rule 2b; before it, three).
 LAYER_NORM = fusion("layer_norm", f"%x: {F2}, %w: tensor<?xf32>, %b: tensor<?xf32>, %n: f32, %out: {F2}", f"{F2}, {R1}", 4, f"""
   %s = "fuser.sum"(%x) {{dims = array<i64: 1>, keepdim = true}} : ({F2}) -> {R1}
   %mean = "fuser.div"(%s, %n) : ({R1}, f32) -> {R1}
@@ -106,6 +124,55 @@ LAYER_NORM_ONE_PASS = fusion("layer_norm_one_pass", f"%x: {F2}, %n: f32, %out: {
   %r = "fuser.store"(%y, %out) : ({F2}, {F2}) -> {F2}
   return %r : {F2}""")
 
+# RMS norm with an affine weight: sum of squares, rsqrt, scale.
+RMS_NORM = fusion("rms_norm", f"%x: {F2}, %w: tensor<?xf32>, %n: f32, %out: {F2}", F2, 3, f"""
+  %x2 = "fuser.mul"(%x, %x) : ({F2}, {F2}) -> {F2}
+  %s = "fuser.sum"(%x2) {{dims = array<i64: 1>, keepdim = true}} : ({F2}) -> {R1}
+  %ms = "fuser.div"(%s, %n) : ({R1}, f32) -> {R1}
+  %eps = "fuser.constant"() {{value = 1.0e-06 : f32}} : () -> f32
+  %ve = "fuser.add"(%ms, %eps) : ({R1}, f32) -> {R1}
+  %rrms = "fuser.rsqrt"(%ve) : ({R1}) -> {R1}
+  %y = "fuser.mul"(%x, %rrms) : ({F2}, {R1}) -> {F2}
+  %wb = "fuser.broadcast_in_dim"(%w) {{broadcast_dims = array<i64: 1>}} : (tensor<?xf32>) -> {C1}
+  %z = "fuser.mul"(%y, %wb) : ({F2}, {C1}) -> {F2}
+  %r = "fuser.store"(%z, %out) : ({F2}, {F2}) -> {F2}
+  return %r : {F2}""")
+
+# A normalization over the two innermost dims of a 3-D tensor (a suffix).
+SOFTMAX_INNER_TWO = fusion("softmax_inner_two", f"%x: {F3}, %out: {F3}", F3, 1, f"""
+  %m = "fuser.max"(%x) {{dims = array<i64: 1, 2>, keepdim = true}} : ({F3}) -> tensor<?x1x1xf32>
+  %d = "fuser.sub"(%x, %m) : ({F3}, tensor<?x1x1xf32>) -> {F3}
+  %e = "fuser.exp"(%d) : ({F3}) -> {F3}
+  %s = "fuser.sum"(%e) {{dims = array<i64: 1, 2>, keepdim = true}} : ({F3}) -> tensor<?x1x1xf32>
+  %y = "fuser.div"(%e, %s) : ({F3}, tensor<?x1x1xf32>) -> {F3}
+  %r = "fuser.store"(%y, %out) : ({F3}, {F3}) -> {F3}
+  return %r : {F3}""")
+
+# A middle dim of a 3-D tensor is not a suffix: broadcasting its max back cuts.
+MIDDLE_DIM = fusion("middle_dim", f"%x: {F3}, %out: {F3}", F3, 1, f"""
+  %m = "fuser.max"(%x) {{dims = array<i64: 1>, keepdim = true}} : ({F3}) -> tensor<?x1x?xf32>
+  %d = "fuser.sub"(%x, %m) : ({F3}, tensor<?x1x?xf32>) -> {F3}
+  %r = "fuser.store"(%d, %out) : ({F3}, {F3}) -> {F3}
+  return %r : {F3}""")
+
+# A row sum broadcast back (rule 2b, same segment), then reduced over the
+# columns: another domain, so that reduction cuts.
+ROW_THEN_COLUMNS = fusion("row_then_columns", f"%x: {F2}, %out: tensor<?xf32>", "tensor<?xf32>", 1, f"""
+  %s = "fuser.sum"(%x) {{dims = array<i64: 1>, keepdim = true}} : ({F2}) -> {R1}
+  %d = "fuser.sub"(%x, %s) : ({F2}, {R1}) -> {F2}
+  %t = "fuser.sum"(%d) {{dims = array<i64: 0>, keepdim = false}} : ({F2}) -> tensor<?xf32>
+  %r = "fuser.store"(%t, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>""")
+
+# A keepdim row max expanded to full size by a broadcast_in_dim (a layout op
+# on a reduced value) cuts, although the sub reading the max directly would not.
+BROADCAST_ROW = fusion("broadcast_row", "%x: tensor<?x8xf32>, %out: tensor<?x8xf32>", "tensor<?x8xf32>", 1, """
+  %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  %mb = "fuser.broadcast_in_dim"(%m) {broadcast_dims = array<i64: 0, 1>} : (tensor<?x1xf32>) -> tensor<?x8xf32>
+  %d = "fuser.sub"(%x, %mb) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = "fuser.store"(%d, %out) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>""")
+
 T4 = "tensor<32x64x8x128xf64>"
 REDUCE3 = fusion("reduce3", f"%x: {T4}, %y: {T4}, %out: tensor<8xf64>", "tensor<8xf64>", 2, f"""
   %0 = "fuser.add"(%x, %y) : ({T4}, {T4}) -> {T4}
@@ -115,10 +182,11 @@ REDUCE3 = fusion("reduce3", f"%x: {T4}, %y: {T4}, %out: tensor<8xf64>", "tensor<
   %r = "fuser.store"(%3, %out) : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
   return %r : tensor<8xf64>""")
 
+# exp | div by its column sums: the output %e is read by the second segment.
 OUTPUT_READ_LATER = fusion("output_read_later", f"%x: {F2}, %o0: {F2}, %o1: {F2}", f"{F2}, {F2}", 1, f"""
   %e = "fuser.exp"(%x) : ({F2}) -> {F2}
-  %s = "fuser.sum"(%e) {{dims = array<i64: 1>, keepdim = true}} : ({F2}) -> {R1}
-  %y = "fuser.div"(%e, %s) : ({F2}, {R1}) -> {F2}
+  %s = "fuser.sum"(%e) {{dims = array<i64: 0>, keepdim = true}} : ({F2}) -> {C1}
+  %y = "fuser.div"(%e, %s) : ({F2}, {C1}) -> {F2}
   %r0 = "fuser.store"(%e, %o0) : ({F2}, {F2}) -> {F2}
   %r1 = "fuser.store"(%y, %o1) : ({F2}, {F2}) -> {F2}
   return %r0, %r1 : {F2}, {F2}""")
@@ -168,11 +236,19 @@ def segment_set_chain(cuts: int, trailing: bool = False) -> str:
 #: name -> (IR text, expected number of segments)
 FUSIONS = {
     "pointwise": (POINTWISE, 1),
-    "softmax": (SOFTMAX, 3),  # max | sub exp sum | div
-    "layer_norm": (LAYER_NORM, 3),  # sum mean | sub mul sum var rsqrt | mul mul add
-    "layer_norm_one_pass": (LAYER_NORM_ONE_PASS, 2),  # sum sum mean var rsqrt | sub mul
+    # row normalizations are one segment (rule 2b)
+    "softmax": (SOFTMAX, 1),
+    "layer_norm": (LAYER_NORM, 1),
+    "layer_norm_one_pass": (LAYER_NORM_ONE_PASS, 1),
+    "rms_norm": (RMS_NORM, 1),
+    "softmax_inner_two": (SOFTMAX_INNER_TWO, 1),
+    # what still cuts
+    "softmax_columns": (SOFTMAX_COLUMNS, 3),  # max(0) | sub exp sum(0) | div
+    "middle_dim": (MIDDLE_DIM, 2),  # max(1) | sub
+    "row_then_columns": (ROW_THEN_COLUMNS, 2),  # sum(1) sub | sum(0)
+    "broadcast_row": (BROADCAST_ROW, 2),  # max(1) | broadcast_in_dim sub
     "reduce3": (REDUCE3, 3),  # add sum(0) | sum(-1) | sum(0)
-    "output_read_later": (OUTPUT_READ_LATER, 2),
+    "output_read_later": (OUTPUT_READ_LATER, 2),  # exp sum(0) | div
     "in_place": (IN_PLACE, 1),
     "reshape": (RESHAPE, 2),
     "chain12": (segment_set_chain(12), 13),
@@ -256,13 +332,13 @@ def test_one_reduction_domain_per_segment():
 
 
 def test_outlining_twice_changes_nothing():
-    once = run(SOFTMAX, OUTLINE)
+    once = run(SOFTMAX_COLUMNS, OUTLINE)
     assert run(once, "fuser-segment,fuser-outline-segments") == once
 
 
 def test_name_clash_is_reported():
-    text = SOFTMAX + 'func.func private @softmax_seg1() {\n  return\n}\n'
-    with pytest.raises(PipelineError, match=r"cannot outline segment 1: the module already has a symbol @softmax_seg1"):
+    text = SOFTMAX_COLUMNS + 'func.func private @softmax_columns_seg1() {\n  return\n}\n'
+    with pytest.raises(PipelineError, match=r"cannot outline segment 1: the module already has a symbol @softmax_columns_seg1"):
         run(text, OUTLINE)
 
 
@@ -276,18 +352,18 @@ def host_plan(text: str):
         return describe_host(module)
 
 
-def test_describe_host_softmax():
-    plan = host_plan(SOFTMAX)
-    assert plan.name == "softmax" and plan.num_inputs == 1
+def test_describe_host_softmax_columns():
+    plan = host_plan(SOFTMAX_COLUMNS)
+    assert plan.name == "softmax_columns" and plan.num_inputs == 1
     assert plan.arg_types == ("tensor<?x?xf32>",)
     assert [s.op for s in plan.scalars] == ["size", "size"]
     assert plan.scalars[0].operands == (InputRef(0),) and plan.scalars[0].dim == 0
     assert plan.scalars[1].dim == 1
     # the output (an executor-allocated fuser.empty) and three intermediates
-    assert [b.type for b in plan.buffers] == ["tensor<?x?xf32>", "tensor<?x1xf32>", "tensor<?x?xf32>", "tensor<?x1xf32>"]
+    assert [b.type for b in plan.buffers] == ["tensor<?x?xf32>", "tensor<1x?xf32>", "tensor<?x?xf32>", "tensor<1x?xf32>"]
     assert plan.buffers[0].sizes == (ScalarRef(0), ScalarRef(1))
-    assert plan.buffers[1].dims == (ScalarRef(0), 1)
-    assert [s.callee for s in plan.steps] == ["softmax_seg0", "softmax_seg1", "softmax_seg2"]
+    assert plan.buffers[1].dims == (1, ScalarRef(1))
+    assert [s.callee for s in plan.steps] == ["softmax_columns_seg0", "softmax_columns_seg1", "softmax_columns_seg2"]
     assert plan.steps[0].inputs == (InputRef(0),) and plan.steps[0].dests == (EmptyRef(1),)
     assert plan.steps[1].inputs == (InputRef(0), ResultRef(0, 0))
     assert plan.steps[1].dests == (EmptyRef(2), EmptyRef(3))
@@ -301,6 +377,14 @@ def test_describe_host_softmax():
     assert plan.reads(2) == [EmptyRef(2), EmptyRef(3)]
     assert plan.writes(2) == [EmptyRef(0)]
     assert ResultRef(1, 1).as_tuple() == ("result", 1, 1)
+
+
+def test_describe_host_softmax_is_one_step():
+    plan = host_plan(SOFTMAX)
+    assert [s.callee for s in plan.steps] == ["softmax_seg0"]
+    assert plan.steps[0].ops == ("fuser.max", "fuser.sub", "fuser.exp", "fuser.sum", "fuser.div")
+    assert [b.type for b in plan.buffers] == ["tensor<?x?xf32>"]  # the output, no intermediates
+    assert plan.steps[0].dests == (EmptyRef(0),)
 
 
 def test_describe_host_output_is_the_intermediate():
@@ -452,8 +536,14 @@ def outputs_before_and_after(text: str, name: str, seed: int = 0, sizes: dict[st
 SEMANTIC_CASES = {
     "pointwise": {},
     "softmax": {},
+    "softmax_columns": {},
+    "softmax_inner_two": {},
+    "middle_dim": {},
+    "row_then_columns": {"1.0": 7},
+    "broadcast_row": {},
     "layer_norm": {"1.0": 7, "2.0": 7},
     "layer_norm_one_pass": {},
+    "rms_norm": {"1.0": 7},
     "output_read_later": {},
     "in_place": {},
     "reshape": {"1.0": 20},

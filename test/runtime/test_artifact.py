@@ -30,14 +30,15 @@ def rand(*shape, dtype=np.float32):
 
 
 def softmax_fusion() -> FusionDefinition:
-    """Softmax from primitives, with a bias and a runtime scalar (several segments)."""
+    """Softmax over the columns (dim 0) from primitives, with a bias and a
+    runtime scalar: an outer-dim normalization, so several segments."""
     with FusionDefinition(name="softmax") as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         bias = fd.define_tensor(shape=[1, -1], dtype=DataType.Float)
         scale = fd.define_scalar(dtype=DataType.Double)
         t = (x + bias) * scale
-        e = fd.ops.exp(t - fd.ops.max(t, dims=[1], keepdim=True))
-        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+        e = fd.ops.exp(t - fd.ops.max(t, dims=[0], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
     return fd
 
 

@@ -59,13 +59,15 @@ Hazards between in-place writes and reads are not considered here:
 ``fuser-resolve-alias-hazards`` runs after this pass and before
 ``fuser-outline-segments``.
 
-    %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = true}
+    %m = "fuser.max"(%x) {dims = array<i64: 0>, keepdim = true}     (a column max)
     %d = "fuser.sub"(%x, %m)
     %e = "fuser.exp"(%d)
     ==>
-    %m = "fuser.max"(%x) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = true}
+    %m = "fuser.max"(%x) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
     %d = "fuser.sub"(%x, %m) {fuser.segment = 1 : i64}
     %e = "fuser.exp"(%d) {fuser.segment = 1 : i64}
+
+(with ``dims = [1]``, a row max, rule 2b keeps all three in segment 0).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ func.func @transpose(%x: tensor<4x4xf32>) attributes {fuser.num_inputs = 1 : i64
 // -----
 
 // A cross-segment write-after-read: segment 1 reads x's entry value after
-// the broadcast-back cut, but segment 0 writes the update. auto and reorder
+// the cut that a column sum broadcast back over its rows forces, but
+// segment 0 writes the update. auto and reorder
 // move the update (neg and its store) into segment 2, after the reader, with
 // no extra buffer; copy keeps neg in segment 0 and copies in segment 2.
 // CHECK-LABEL: func.func @cross_segment
@@ -53,8 +54,8 @@ func.func @transpose(%x: tensor<4x4xf32>) attributes {fuser.num_inputs = 1 : i64
 func.func @cross_segment(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 2 : i64} {
   %0 = "fuser.neg"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
   %1 = "fuser.store"(%0, %x) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
-  %2 = "fuser.sum"(%y) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
-  %3 = "fuser.sub"(%x, %2) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %2 = "fuser.sum"(%y) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %3 = "fuser.sub"(%x, %2) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
   %c0 = "fuser.size"(%x) {dim = 0 : i64} : (tensor<?x?xf32>) -> i64
   %c1 = "fuser.size"(%x) {dim = 1 : i64} : (tensor<?x?xf32>) -> i64
   %e = "fuser.empty"(%c0, %c1) : (i64, i64) -> tensor<?x?xf32>

@@ -60,6 +60,14 @@ class HitEntry:
     outputs: tuple[tuple[int, int | None, bool], ...]
     #: CUDA: new outputs are torch tensors (the inputs are)
     torch_outputs: bool = False
+    #: byte range each input tensor touches, relative to its data pointer
+    #: (None: a scalar or no elements); the raw signature fixes it
+    input_extents: tuple = ()
+    #: the same for each given output, by visible output index
+    output_extents: dict | None = None
+    #: per given output: whether it has its alias input's shape, strides and
+    #: dtype (then it *is* that input exactly when the pointers are equal)
+    alias_layouts: dict | None = None
 
 
 def _torch_tensor_type():
@@ -139,18 +147,40 @@ class HitCache:
         return args
 
     def _given(self, entry: HitEntry, args: Sequence[object], outputs) -> dict | None:
-        from fuser_mlir.outputs import _check_overlaps, same_memory
-
+        """The given outputs as the full validation would return them, or None
+        when anything needs the full path: a read-only buffer, an alias
+        decision other than the remembered one, or byte ranges that meet (the
+        full path then decides, precisely, and names the overlap)."""
         given = {}
+        spans = []
+        for i, extent in enumerate(entry.input_extents):
+            if extent is not None:
+                base = _pointer(args[i])
+                spans.append((i, base + extent[0], base + extent[1]))
+        taken = []
         for index, alias, separate in entry.outputs:
             buf = outputs[index]
             if _read_only(buf):
                 return None
-            if alias is not None and same_memory(buf, args[alias]) == separate:
-                return None
-            if separate:
-                given[index] = buf
-        _check_overlaps(self._visible, args, given)
+            base = _pointer(buf)
+            if alias is not None:
+                same = entry.alias_layouts[index] and base == _pointer(args[alias])
+                if same == separate:
+                    return None
+            if not separate:
+                continue
+            given[index] = buf
+            extent = entry.output_extents[index]
+            if extent is None:
+                continue
+            low, high = base + extent[0], base + extent[1]
+            for i, other_low, other_high in spans:
+                if i != alias and low < other_high and other_low < high:
+                    return None
+            for other_low, other_high in taken:
+                if low < other_high and other_low < high:
+                    return None
+            taken.append((low, high))
         return given
 
     # -- remembering ----------------------------------------------------------------
@@ -167,9 +197,14 @@ class HitCache:
         layout = tuple(
             (index, self._visible[index].alias_input, index in given) for index, buf in enumerate(outputs or ()) if buf is not None
         )
+        input_extents = tuple(None if i not in self._tensor_inputs else _relative_extent(inputs[i]) for i in range(self._num_inputs))
+        output_extents = {index: _relative_extent(outputs[index]) for index, _, _ in layout}
+        alias_layouts = {
+            index: alias is not None and _same_layout(outputs[index], inputs[alias]) for index, alias, _ in layout
+        }
         if len(self._entries) >= self.limit:
             self._entries.clear()
-        self._entries[signature] = HitEntry(compiled, layout, torch_outputs)
+        self._entries[signature] = HitEntry(compiled, layout, torch_outputs, input_extents, output_extents, alias_layouts)
 
 
 def _append_raw(key: list, array: object, tensor_type) -> bool:
@@ -191,3 +226,30 @@ def _read_only(array) -> bool:
     if type(array) is np.ndarray:
         return not array.flags.writeable
     return bool(getattr(array, "readonly", False))  # torch tensors have no read-only flag
+
+
+def _pointer(array) -> int:
+    """The address of element ``[0, ..., 0]`` of an array the hit path takes."""
+    kind = type(array)
+    if kind is np.ndarray:
+        return data_pointer(array)
+    if kind is DeviceArray:
+        return array.ptr
+    return array.data_ptr()
+
+
+def _relative_extent(array) -> tuple[int, int] | None:
+    """The byte range ``array`` touches, relative to its pointer (None: empty)."""
+    from fuser_mlir.outputs import _span
+
+    low, high = _span(array)
+    if low >= high:
+        return None
+    base = _pointer(array)
+    return low - base, high - base
+
+
+def _same_layout(a, b) -> bool:
+    from fuser_mlir.outputs import _geometry
+
+    return _geometry(a)[1:] == _geometry(b)[1:] and str(a.dtype) == str(b.dtype)

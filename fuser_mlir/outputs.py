@@ -98,6 +98,9 @@ def same_memory(a, b) -> bool:
 def _span(array) -> tuple[int, int]:
     """The byte range ``[lo, hi)`` an array touches (empty for no elements);
     a contiguous torch tensor's without building its geometry."""
+    if isinstance(array, np.ndarray):
+        low, high = np.lib.array_utils.byte_bounds(array) if hasattr(np.lib, "array_utils") else np.byte_bounds(array)
+        return (low, high) if array.size else (0, 0)
     if hasattr(array, "is_contiguous") and array.is_contiguous():
         pointer = array.data_ptr()
         return pointer, pointer + array.numel() * array.element_size()

@@ -28,6 +28,7 @@ depend on :mod:`fuser_mlir.runtime.cuda`.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 
@@ -253,7 +254,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
+        return math.prod(self._shape)
 
     @property
     def itemsize(self) -> int:

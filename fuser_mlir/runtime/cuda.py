@@ -37,6 +37,7 @@ from fuser_mlir.errors import CudaError
 from fuser_mlir.runtime.arrays import DeviceArray, check, driver, make_current, primary_context
 from fuser_mlir.runtime.cpu import ArgKind
 from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, compile_formula
+from fuser_mlir.runtime.plan import execute
 
 _state = threading.local()
 _modules: dict[tuple[int, str], object] = {}  # (device, sha256 of the binary) -> CUmodule
@@ -413,8 +414,6 @@ def execute_plan(
     tensors; work goes on torch's current stream) or
     :class:`~fuser_mlir.runtime.arrays.DeviceArray`\\ s (legacy default stream).
     Returns the visible outputs: views, or with ``raw`` the arrays themselves."""
-    from fuser_mlir.runtime.plan import execute
-
     ensure_context(device)
     allocate = _allocator(device, torch_outputs, raw)
     stream = _torch_stream(device) if torch_outputs else 0

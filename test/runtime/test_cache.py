@@ -50,7 +50,12 @@ SCRIPT = textwrap.dedent(
         fd.add_output(t)
     rng = np.random.default_rng()
     x, y = rng.standard_normal((33, 17)).astype(np.float32), rng.standard_normal((33, 17)).astype(np.float32)
-    (out,) = fd.execute([x, y])
+    if os.environ.get("DEVICE") == "cuda":
+        from fuser_mlir.runtime.arrays import DeviceArray
+        (out,) = fd.execute([DeviceArray.from_numpy(x), DeviceArray.from_numpy(y)])
+        out = out.numpy()
+    else:
+        (out,) = fd.execute([x, y])
     xd, yd = x.astype(np.float64), y.astype(np.float64)
     ref = np.sqrt(np.abs(np.tanh(np.exp(xd * 0.5) + yd) * 3.0 - np.abs(yd)) + 1.0) / (yd * yd + 2.0)
     assert np.allclose(out, ref, rtol=1e-5, atol=1e-6), float(np.max(np.abs(out - ref)))
@@ -61,7 +66,8 @@ SCRIPT = textwrap.dedent(
 
 
 def run_script(cache_dir: Path, **env_vars) -> str:
-    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO), **env_vars)
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=path, **env_vars)
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]
@@ -76,6 +82,17 @@ def test_a_second_process_runs_from_the_disk_cache_without_compiling(tmp_path):
     assert run_script(cache_dir) == "compilations=1 disk_hits=0 disk_writes=1"
     assert len(entries(cache_dir)) == 1
     assert run_script(cache_dir, FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
+
+
+@pytest.mark.gpu
+def test_a_second_process_runs_cuda_kernels_from_the_disk_cache_without_compiling(tmp_path):
+    from devices import cuda_available
+
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    cache_dir = tmp_path / "cache"
+    assert run_script(cache_dir, DEVICE="cuda") == "compilations=1 disk_hits=0 disk_writes=1"
+    assert run_script(cache_dir, DEVICE="cuda", FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
 
 
 def test_the_cache_directory_is_owner_only(tmp_path):

@@ -63,3 +63,13 @@ def _torch_to_numpy(tensor) -> np.ndarray:
 
         return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return tensor.numpy()
+
+
+def subprocess_env(repo, **extra) -> dict:
+    """The environment of a child Python process that imports this checkout
+    (``repo`` first on PYTHONPATH, what the parent had after it: on a GPU host
+    the MLIR bindings come from PYTHONPATH too)."""
+    import os
+
+    path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}

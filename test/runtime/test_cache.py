@@ -20,6 +20,7 @@ from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import CacheWarning
 from fuser_mlir.runtime.artifact import LoadedFusion
 from fuser_mlir.runtime.cache import DiskCache
+from devices import subprocess_env
 from reference import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +67,7 @@ SCRIPT = textwrap.dedent(
 
 
 def run_script(cache_dir: Path, **env_vars) -> str:
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=path, **env_vars)
+    env = subprocess_env(REPO, FUSER_CACHE_DIR=str(cache_dir), **env_vars)
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]
@@ -129,7 +129,7 @@ def test_a_corrupted_entry_is_discarded_with_a_warning_and_rebuilt(tmp_path, cor
     run_script(cache_dir)
     (entry,) = entries(cache_dir)
     corrupt(entry)
-    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    env = subprocess_env(REPO, FUSER_CACHE_DIR=str(cache_dir))
     result = subprocess.run([sys.executable, "-W", "always", "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "compilations=1 disk_hits=0 disk_writes=1"
@@ -160,7 +160,7 @@ def test_a_foreign_entry_under_another_key_is_discarded(tmp_path):
 def test_two_processes_compiling_one_key_at_once_both_succeed(tmp_path):
     cache_dir = tmp_path / "cache"
     go = tmp_path / "go"
-    env = dict(os.environ, FUSER_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO), WAIT_FOR=str(go))
+    env = subprocess_env(REPO, FUSER_CACHE_DIR=str(cache_dir), WAIT_FOR=str(go))
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
     time.sleep(1.0)  # let them import
     go.touch()
@@ -323,4 +323,4 @@ def test_the_cache_and_artifact_modules_do_not_import_mlir():
         "import sys, fuser_mlir.runtime.cache, fuser_mlir.runtime.artifact, fuser_mlir.runtime.image, fuser_mlir.runtime.signature\n"
         "sys.exit(any(m == 'mlir' or m.startswith('mlir.') for m in sys.modules))"
     )
-    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(REPO))).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code], env=subprocess_env(REPO)).returncode == 0

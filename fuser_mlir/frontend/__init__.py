@@ -2,11 +2,30 @@
 
 ``datatype``, ``promotion``, ``shapes``, ``values``, ``ops`` and
 ``definition`` are pure Python; only ``emit`` (imported by
-``FusionDefinition.build_module``) uses MLIR.
+``FusionDefinition.build_module``) uses MLIR. The names below are imported
+on first use, so that ``fuser_mlir.frontend.datatype`` alone (what a loaded
+artifact needs) does not bring in the builder and its op table.
 """
 
-from fuser_mlir.frontend.datatype import DataType
-from fuser_mlir.frontend.definition import FusionDefinition, InputSpec, OutputSpec, Record
-from fuser_mlir.frontend.values import Loc, Scalar, Tensor
+from __future__ import annotations
 
-__all__ = ["DataType", "FusionDefinition", "InputSpec", "Loc", "OutputSpec", "Record", "Scalar", "Tensor"]
+import importlib
+
+_LAZY = {
+    "DataType": "fuser_mlir.frontend.datatype",
+    "FusionDefinition": "fuser_mlir.frontend.definition",
+    "InputSpec": "fuser_mlir.frontend.specs",
+    "OutputSpec": "fuser_mlir.frontend.specs",
+    "Record": "fuser_mlir.frontend.definition",
+    "Loc": "fuser_mlir.frontend.values",
+    "Scalar": "fuser_mlir.frontend.values",
+    "Tensor": "fuser_mlir.frontend.values",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fuser_mlir.frontend' has no attribute '{name}'")
+    return getattr(importlib.import_module(_LAZY[name]), name)

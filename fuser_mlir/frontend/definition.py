@@ -34,6 +34,7 @@ from fuser_mlir.errors import DefinitionError
 from fuser_mlir.frontend.datatype import DataType, is_python_number
 from fuser_mlir.frontend.ops import Ops
 from fuser_mlir.frontend.shapes import Extent, Product, ReshapeCheck, ShapeAnalysis, UnionFind, format_shape
+from fuser_mlir.frontend.specs import InputSpec, OutputSpec
 from fuser_mlir.frontend.values import Loc, Scalar, Tensor, Value, user_location
 
 _INT_RANGE = {DataType.Int: (-(2**63), 2**63 - 1), DataType.Int32: (-(2**31), 2**31 - 1)}
@@ -59,57 +60,6 @@ class Record:
     attrs: Mapping = field(default_factory=dict)
     loc: Loc = Loc("<unknown>", 0, 0)
     unify: tuple[tuple[int, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """A fusion input, argument ``index`` of the fusion function.
-
-    ``shape`` uses -1 (symbolic), 1 (broadcast dim), N (static). ``contiguity``
-    and ``stride_order`` have one entry per dim, indexed by *logical* dim:
-    ``stride_order[d]`` is the rank of dim d's stride (0 = fastest; row-major
-    is ``(rank-1, ..., 0)``), ``contiguity[d]`` is None for a broadcast dim and
-    otherwise whether dim d is dense given the next faster dim. Scalars have
-    ``shape``, ``contiguity`` and ``stride_order`` ``()``.
-    """
-
-    index: int
-    kind: str  # "tensor" or "scalar"
-    dtype: DataType
-    shape: tuple[int, ...] = ()
-    contiguity: tuple[bool | None, ...] = ()
-    stride_order: tuple[int, ...] = ()
-    value_id: int = -1
-
-    @property
-    def is_tensor(self) -> bool:
-        return self.kind == "tensor"
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def allocation_order(self) -> tuple[int, ...]:
-        """The dims from outermost (largest stride) to innermost."""
-        return tuple(sorted(range(self.rank), key=lambda d: -self.stride_order[d]))
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """Output ``position`` of ``fd.outputs``: the value ``tensor`` (a handle id) and where it goes.
-
-    ``alias_input`` is the index of the input whose buffer receives it, or None.
-    ``visible`` outputs are returned by execute, in ``fd.outputs`` order.
-    """
-
-    position: int
-    tensor: int
-    dtype: DataType
-    rank: int
-    shape: tuple[int, ...]
-    alias_input: int | None
-    visible: bool
 
 
 @dataclass

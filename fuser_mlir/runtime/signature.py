@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fuser_mlir.frontend.datatype import DataType
-from fuser_mlir.frontend.definition import InputSpec, OutputSpec
+from fuser_mlir.frontend.specs import InputSpec, OutputSpec
 from fuser_mlir.frontend.shapes import Extent, Product, ReshapeCheck, ShapeAnalysis
 
 

@@ -2,8 +2,8 @@
 
     python bench/artifacts.py [--repeat 3] [--json bench/results/artifacts.json]
 
-For two fusions (an 11-op pointwise chain, and softmax from primitives: 3
-segments) it measures, each in fresh processes, the median of ``--repeat``:
+For three fusions (an 11-op pointwise chain, a softmax over columns from
+primitives: 3 segments, and the same over rows: 1 segment) it measures, each in fresh processes, the median of ``--repeat``:
 
 - cold compile: ``fd.compile`` with the disk cache off, MLIR already imported
   (the import itself, about 0.1 s, is reported apart);
@@ -38,8 +38,16 @@ with FusionDefinition(name="pointwise11") as fd:
     fd.add_output(t)
 args = [np.random.rand(1024, 1024).astype(np.float32) + 0.5 for _ in range(2)]
 """,
+    # over columns: a row softmax is one segment (segmentation rule 2b)
     "softmax3seg": """
 with FusionDefinition(name="softmax3seg") as fd:
+    x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[0], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
+args = [np.random.rand(1024, 1024).astype(np.float32)]
+""",
+    "softmax_rows": """
+with FusionDefinition(name="softmax_rows") as fd:
     x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
     e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
     fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))

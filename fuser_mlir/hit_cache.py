@@ -94,7 +94,7 @@ class HitCache:
     def signature(self, inputs: Sequence[object], outputs) -> tuple | None:
         """The raw signature of a call, or None when it cannot take the hit
         path (not a list of the right length, or a tensor argument that is
-        not a NumPy array)."""
+        not a NumPy array, a torch tensor or a DeviceArray)."""
         if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != self._num_inputs:
             return None
         tensor = _torch_tensor_type()

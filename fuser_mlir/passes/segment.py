@@ -115,9 +115,7 @@ def _inner(domain: tuple) -> bool:
 def reduction_domain(op: ir.Operation) -> tuple:
     """The iteration domain of a reduction: its operand's sizes (static, or
     where each dynamic size comes from) and the reduced dims."""
-    source = op.operands[0]
-    sizes = tuple(size_source(source, d) for d in range(T.rank(source.type)))
-    return (sizes, tuple(ir.DenseI64ArrayAttr(op.attributes["dims"])))
+    return (_sizes(op.operands[0]), tuple(ir.DenseI64ArrayAttr(op.attributes["dims"])))
 
 
 @dataclass

@@ -199,7 +199,7 @@ def write_zip(path: Path, manifest: dict, files: dict[str, bytes], *, private: b
                 z.writestr(name, data)
         os.replace(temp, path)
     except BaseException:
-        _remove(temp)
+        remove_if_present(temp)
         raise
 
 
@@ -236,7 +236,8 @@ def export(compiled, path, *, extra: dict | None = None) -> str:
     return str(path)
 
 
-def _remove(path) -> None:
+def remove_if_present(path) -> None:
+    """Delete a file; one already gone is fine (another process removed it)."""
     try:
         os.remove(path)
     except FileNotFoundError:

@@ -51,6 +51,7 @@ from fuser_mlir.runtime.artifact import (
     key_to_json,
     mlir_version,
     read_artifact,
+    remove_if_present,
     write_zip,
 )
 
@@ -132,7 +133,7 @@ class DiskCache:
             if not path.exists():
                 return None  # a miss (or evicted while we looked)
             warnings.warn(f"fuser-mlir disk cache: discarding a bad entry, compiling again: {err}", CacheWarning, stacklevel=3)
-            _remove(path)
+            remove_if_present(path)
             return None
         try:
             os.utime(path)
@@ -179,7 +180,7 @@ class DiskCache:
         for path, size, _ in entries:
             if total <= self.max_bytes:
                 break
-            _remove(path)
+            remove_if_present(path)
             total -= size
             removed += 1
         return removed
@@ -193,7 +194,7 @@ class DiskCache:
         for path in self.root.glob("*/.*.tmp"):
             try:
                 if path.stat().st_mtime < limit:
-                    _remove(path)
+                    remove_if_present(path)
             except FileNotFoundError:
                 continue
 
@@ -209,7 +210,7 @@ class DiskCache:
         for path in self.root.glob("*/*"):
             if path.is_file():
                 count += path.suffix == SUFFIX
-                _remove(path)
+                remove_if_present(path)
         return count
 
 
@@ -218,10 +219,3 @@ def default_cache() -> DiskCache | None:
     if not config.cache_enabled():
         return None
     return DiskCache()
-
-
-def _remove(path: Path) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass

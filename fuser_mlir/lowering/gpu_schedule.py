@@ -128,32 +128,33 @@ ROW_POINTWISE_MIN = 128
 WARP_ROW_LIMIT = 4096
 WARP = 32
 
-#: ``gpu.all_reduce`` operation -> arith op combining two partial results.
-_COMBINE = {
-    "add": ("arith.addf", "arith.addi"),
-    "mul": ("arith.mulf", "arith.muli"),
-    "maxsi": ("arith.maxsi",) * 2,
-    "minsi": ("arith.minsi",) * 2,
-    "maxui": ("arith.maxui",) * 2,
-    "minui": ("arith.minui",) * 2,
-    "maximumf": ("arith.maximumf",) * 2,
-    "minimumf": ("arith.minimumf",) * 2,
-    "maxnumf": ("arith.maxnumf",) * 2,
-    "minnumf": ("arith.minnumf",) * 2,
-    "or": ("arith.ori",) * 2,
-    "and": ("arith.andi",) * 2,
-    "xor": ("arith.xori",) * 2,
-}
+#: Columns of a row each lane keeps in registers in the *cached* variants of
+#: a persistent row kernel: a row of up to this many columns per lane (1024
+#: for a warp, 8192 for a block) is read from memory once, however many
+#: generics read it.
+CACHED_COLUMNS = 32
+#: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
+#: (the uncached variants): that many independent loads in flight per lane.
+CHUNK_SLOTS = 4
+#: Vectors each thread reads per iteration of the flat pointwise loop.
+FLAT_UNROLL = 4
 
 
 @dataclass
 class _RowGroup:
     """Who reduces one row: a ``warp`` (rows spread over the block's warps,
     partial results combined with butterfly shuffles) or a ``block`` (one row
-    per block at a time, ``gpu.all_reduce``). ``when``: the launch condition."""
+    per block at a time, ``gpu.all_reduce``). ``when``: the launch condition;
+    ``cached``: the whole row fits in the lanes' registers
+    (:data:`CACHED_COLUMNS` per lane), so it is read once."""
 
     kind: str
     when: list | None
+    cached: bool = False
+
+    @property
+    def threads(self) -> int:
+        return WARP if self.kind == "warp" else THREADS
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -166,21 +167,22 @@ class _RowGroup:
         worker = arith.AddIOp(arith.MulIOp(block, per_block).result, arith.DivUIOp(tid, warp).result).result
         return worker, arith.MulIOp(blocks, per_block).result, arith.RemUIOp(tid, warp).result, warp
 
-    def reduce(self, values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
-        return _block_all_reduce(values, combiners) if self.kind == "block" else _warp_all_reduce(values, combiners)
+    def reduce(self, values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
+        """Each lane's partial ``values`` combined over the group (``ops``:
+        the combining arith op of each)."""
+        return _block_all_reduce(values, ops) if self.kind == "block" else _warp_all_reduce(values, ops)
 
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else THREADS // WARP
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
 
 
-def _warp_all_reduce(values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
-    """Each (32-bit) value combined over its warp: a butterfly of
-    ``gpu.shuffle xor``, after which every lane holds the result."""
+def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
+    """Each (32-bit) value combined over its warp with its arith op: a
+    butterfly of ``gpu.shuffle xor``, after which every lane holds the result."""
     width = arith.ConstantOp(ir.IntegerType.get_signless(32), WARP).result
     totals = []
-    for value, combiner in zip(values, combiners):
-        op = _COMBINE[combiner][0 if isinstance(value.type, ir.FloatType) else 1]
+    for value, op in zip(values, ops):
         for offset in (16, 8, 4, 2, 1):
             distance = arith.ConstantOp(ir.IntegerType.get_signless(32), offset).result
             other = gpu.ShuffleOp(value, distance, width, ir.Attribute.parse("#gpu<shuffle_mode xor>")).results[0]
@@ -200,14 +202,14 @@ def _both(a: list | None, b: list | None) -> list | None:
     return ["mul", a, b]
 
 
-def _block_all_reduce(values: Sequence[ir.Value], combiners: Sequence[str]) -> list[ir.Value]:
-    """Each value combined over the block (``gpu.all_reduce``: warp shuffles,
-    then shared memory), followed by a barrier: every thread has read the
-    results before any thread starts another reduction (the next row reuses
-    the shared buffers)."""
+def _block_all_reduce(values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
+    """Each value combined over the block with its arith op (``gpu.all_reduce``:
+    warp shuffles, then shared memory), followed by a barrier: every thread
+    has read the results before any thread starts another reduction (the next
+    row reuses the shared buffers)."""
     totals = [
-        gpu.AllReduceOp(value, op=ir.Attribute.parse(f"#gpu<all_reduce_op {c}>"), uniform=True).result
-        for value, c in zip(values, combiners)
+        gpu.AllReduceOp(value, op=ir.Attribute.parse(f"#gpu<all_reduce_op {ALL_REDUCE_OPS[op]}>"), uniform=True).result
+        for value, op in zip(values, ops)
     ]
     gpu.BarrierOp()
     return totals
@@ -323,6 +325,62 @@ class _Generic:
                 return None
             found.append(ALL_REDUCE_OPS[owner.name])
         return found
+
+    def combining_ops(self) -> list[str]:
+        """The arith op combining two partial results of each accumulator
+        (the op the body yields; call after :meth:`combiners` accepted it)."""
+        yielded = list(list(self.body.operations)[-1].operands)
+        return [v.owner.name for v in yielded]
+
+
+def _neutral(fill: ir.Value | None, combiner: str) -> bool:
+    """Whether starting every lane's partial result from ``fill`` leaves a
+    ``combiner`` reduction unchanged: an idempotent combiner, or ``fill`` its
+    identity."""
+    if fill is None:
+        return False
+    return combiner in _IDEMPOTENT or _constant_number(fill) == _IDENTITY.get(combiner)
+
+
+def _combine(ops: Sequence[str], a: Sequence[ir.Value], b: Sequence[ir.Value]) -> list[ir.Value]:
+    """Two lists of partial results combined element by element with ``ops``."""
+    return [ir.Operation.create(op, results=[x.type], operands=[x, y]).result for op, x, y in zip(ops, a, b)]
+
+
+def _combine_all(partials: list[list[ir.Value]], ops: Sequence[str]) -> list[ir.Value]:
+    """Lists of partial results combined pairwise, as a tree (independent ops)."""
+    while len(partials) > 1:
+        pairs = [_combine(ops, partials[i], partials[i + 1]) for i in range(0, len(partials) - 1, 2)]
+        partials = pairs + partials[len(pairs) * 2 :]
+    return partials[0]
+
+
+def _zero(element: ir.Type) -> ir.Value:
+    """A zero of a scalar or vector type."""
+    scalar = ir.VectorType(element).element_type if isinstance(element, ir.VectorType) else element
+    if isinstance(scalar, ir.FloatType):
+        attr = ir.FloatAttr.get(scalar, 0.0)
+    else:
+        attr = ir.IntegerAttr.get(scalar, 0)
+    if isinstance(element, ir.VectorType):
+        attr = ir.DenseElementsAttr.get_splat(element, attr)
+    return arith.ConstantOp(element, attr).result
+
+
+def _guarded(inside: ir.Value, element: ir.Type, load) -> ir.Value:
+    """``load()`` where ``inside`` holds, else a zero: the load runs in an
+    ``scf.if`` whose result dominates the rest of the kernel."""
+    branch = scf.IfOp(inside, [element], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([load()])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([_zero(element)])
+    return branch.results[0]
+
+
+def _narrow(reductions: Sequence[_Generic]) -> bool:
+    """Whether every accumulator of ``reductions`` is 32-bit (a warp shuffle's width)."""
+    return all(_element_bytes(ir.MemRefType(o.type).element_type) == 4 for g in reductions for o in g.outputs)
 
 
 def _uses_dim(amap: ir.AffineMap, dim: int) -> bool:
@@ -552,6 +610,170 @@ class _Kernel:
             memref.StoreOp(value, self.value(output), self.indices(amap, ivs))
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """``lanes`` consecutive columns of a row that one lane handles: the
+    ``index``-th slot of its chunk, from column ``col``; ``inside``: whether
+    they are in the row (the row length is a multiple of ``lanes``)."""
+
+    index: int
+    col: ir.Value
+    inside: ir.Value
+
+
+class _RowWalk:
+    """How one lane of a row kernel walks the columns of its row: in slots of
+    ``lanes`` consecutive columns (16-byte vectors when ``lanes`` > 1),
+    ``width`` lanes side by side. A chunk of a lane's slots is unrolled: its
+    loads (each guarded by the slot being inside the row) are all issued
+    before its arithmetic and stores, so they are in flight together, and a
+    reduction keeps one partial result per slot. The loaded values of a chunk
+    are kept by (operand, map, slot), so the generics of a row that fits in one
+    chunk (the *cached* variants) read each input from memory once.
+    ``registers``: row values kept in registers (per-row temporaries)."""
+
+    def __init__(self, k: "_Kernel", row_ivs: list, row_sizes: list, lane, width, lanes: int, registers: dict):
+        self.k = k
+        self.row_ivs = row_ivs
+        self.row_sizes = row_sizes  # sizes of the row's (trailing) dims
+        self.cols = k.product(row_sizes)
+        self.lane, self.width, self.lanes = lane, width, lanes
+        self.registers = registers
+
+    def slots(self, base: ir.Value, count: int) -> list[_Slot]:
+        """The lane's ``count`` slots of the chunk from column ``base``: slot
+        ``j`` starts at ``base + (lane + j * width) * lanes``."""
+        first = arith.AddIOp(base, _scaled(self.lane, self.lanes)).result
+        stride = _scaled(self.width, self.lanes)
+        slots = []
+        for j in range(count):
+            col = first if j == 0 else arith.AddIOp(first, arith.MulIOp(stride, _index(j)).result).result
+            slots.append(_Slot(j, col, arith.CmpIOp(arith.CmpIPredicate.ult, col, self.cols).result))
+        return slots
+
+    def chunk(self) -> tuple[ir.Value, int]:
+        """(columns per chunk of the whole group, slots per lane) of a loop
+        over the row in chunks of :data:`CHUNK_SLOTS` slots per lane."""
+        return _scaled(self.width, self.lanes * CHUNK_SLOTS), CHUNK_SLOTS
+
+    def ivs(self, slot: _Slot) -> list[ir.Value]:
+        if len(self.row_sizes) == 1:
+            return self.row_ivs + [slot.col]
+        return self.row_ivs + self.k.delinearize(slot.col, self.row_sizes)
+
+    def inputs(self, g: _Generic, slot: _Slot, cache: dict) -> list[list]:
+        """The generic's input values for the columns of ``slot``: one list
+        per column (see :meth:`_Kernel.row_inputs`), loads kept in ``cache``."""
+        k, lanes = self.k, self.lanes
+        ivs = self.ivs(slot)
+        n = len(g.iterators)
+        row_dims = range(n - len(self.row_sizes), n)
+        columns = [[] for _ in range(lanes)]
+        for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+            if operand in self.registers or not list(arg.uses):
+                values = [self.registers.get(operand)] * lanes
+            elif not isinstance(operand.type, ir.ShapedType):
+                values = [k.value(operand)] * lanes
+            else:
+                varies = any(_uses_dim(amap, d) for d in row_dims)
+                key = (operand, str(amap), slot.index if varies else None)
+                if key not in cache:
+                    cache[key] = self._load(operand, amap, ivs, slot) if varies else [k.load(operand, amap, ivs)] * lanes
+                values = cache[key]
+            for column, value in zip(columns, values):
+                column.append(value)
+        return columns
+
+    def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
+        k, lanes = self.k, self.lanes
+        element = ir.MemRefType(operand.type).element_type
+        if lanes == 1:
+            buffer, indices = k.value(operand), k.indices(amap, ivs)
+            return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
+        flat = k.linear_index(operand, k.indices(amap, ivs))
+        view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
+        loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
+        return [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+
+    def reduce(self, g: _Generic, inits: list[ir.Value], slots: list[_Slot] | None = None, cache: dict | None = None) -> list[ir.Value]:
+        """This lane's partial results of reduction ``g`` over the row (to be
+        combined over the group), from ``inits`` (neutral, see
+        :func:`_neutral`): over the given ``slots`` (the whole row), or in a
+        loop of chunks."""
+        ops = g.combining_ops()
+        if slots is not None:
+            return _combine_all(self._reduce_slots(g, slots, [list(inits)] * len(slots), cache), ops)
+        step, count = self.chunk()
+        n = len(inits)
+        loop = scf.ForOp(self.k.zero, self.cols, step, list(inits) * count)
+        with ir.InsertionPoint(loop.body):
+            carried = list(loop.inner_iter_args)
+            accs = [carried[j * n : (j + 1) * n] for j in range(count)]
+            updated = self._reduce_slots(g, self.slots(loop.induction_variable, count), accs, {})
+            scf.YieldOp([v for partial in updated for v in partial])
+        results = list(loop.results)
+        return _combine_all([results[j * n : (j + 1) * n] for j in range(count)], ops)
+
+    def _reduce_slots(self, g: _Generic, slots: list[_Slot], accs: list[list], cache: dict) -> list[list]:
+        """Each slot's partial results updated with its columns (unchanged
+        where the slot is outside the row)."""
+        loaded = [self.inputs(g, slot, cache) for slot in slots]  # every load first
+        updated = []
+        for slot, acc, columns in zip(slots, accs, loaded):
+            partial, ivs = acc, self.ivs(slot)
+            for column in columns:
+                partial = self.k.apply(g, column + partial, ivs)
+            updated.append([arith.SelectOp(slot.inside, new, old).result for new, old in zip(partial, acc)])
+        return updated
+
+    def pointwise(self, g: _Generic, slots: list[_Slot] | None = None, cache: dict | None = None, keep=frozenset()) -> None:
+        """A pointwise generic over the row: over the given ``slots`` (the
+        whole row; outputs in ``keep`` stay in ``cache`` instead of memory),
+        or in a loop of chunks."""
+        if slots is not None:  # what is left to load (small operands like weights) is loaded slot by slot
+            for slot in slots:
+                self._pointwise_slots(g, [slot], cache, keep)
+            return
+        step, count = self.chunk()
+        loop = scf.ForOp(self.k.zero, self.cols, step)
+        with ir.InsertionPoint(loop.body):
+            self._pointwise_slots(g, self.slots(loop.induction_variable, count), {}, frozenset())
+            scf.YieldOp([])
+
+    def _pointwise_slots(self, g: _Generic, slots: list[_Slot], cache: dict, keep) -> None:
+        """The generic at ``slots``: every load before any store (a store may
+        alias a later load, so nothing would move a load above it)."""
+        loaded = [self.inputs(g, slot, cache) for slot in slots]
+        for slot, columns in zip(slots, loaded):
+            ivs = self.ivs(slot)
+            self._store(g, slot, [self.k.apply(g, c + [None] * len(g.outputs), ivs) for c in columns], cache, keep)
+
+    def _store(self, g: _Generic, slot: _Slot, results: list[list], cache: dict, keep) -> None:
+        k, lanes = self.k, self.lanes
+        ivs = self.ivs(slot)
+        stores = []
+        for i, output in enumerate(g.outputs):
+            amap = g.maps[len(g.inputs) + i]
+            values = [r[i] for r in results]
+            if output in keep:
+                cache[(output, str(amap), slot.index)] = values
+                continue
+            if lanes == 1:
+                stores.append((values[0], k.value(output), k.indices(amap, ivs)))
+                continue
+            flat = k.linear_index(output, k.indices(amap, ivs))
+            element = ir.MemRefType(output.type).element_type
+            packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result
+            stores.append((packed, k.view_argument(output, lanes), [arith.DivUIOp(flat, _index(lanes)).result]))
+        if not stores:
+            return
+        branch = scf.IfOp(slot.inside)
+        with ir.InsertionPoint(branch.then_block):
+            for value, buffer, indices in stores:
+                memref.StoreOp(value, buffer, indices)
+            scf.YieldOp([])
+
+
 # -- one segment ----------------------------------------------------------------------
 
 
@@ -755,12 +977,8 @@ class _SegmentScheduler:
         if combiners is None or any(o not in self.pending_fills for o in g.outputs):
             return None
         values = [self.pending_fills[o] for o in g.outputs]
-        for value, combiner in zip(values, combiners):
-            if combiner in _IDEMPOTENT:
-                continue
-            number = _constant_number(value)
-            if number is None or number != _IDENTITY[combiner]:
-                return None
+        if not all(_neutral(value, combiner) for value, combiner in zip(values, combiners)):
+            return None
         for o in g.outputs:
             del self.pending_fills[o]
         return values
@@ -812,8 +1030,9 @@ class _SegmentScheduler:
 
     def flat_pointwise(self, g: _Generic, lanes: int) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
-        store (16-byte vectors where the alignment allows); the last
-        ``size % lanes`` elements in a scalar tail loop."""
+        store (16-byte vectors where the alignment allows), :data:`FLAT_UNROLL`
+        vectors per thread and iteration (all loaded before any is stored);
+        the last ``size % lanes`` elements in a scalar tail loop."""
         k = self.kernel()
         shaped = [isinstance(v.type, ir.ShapedType) for v in g.inputs]
         with ir.InsertionPoint(k.entry), self.location:
@@ -822,22 +1041,12 @@ class _SegmentScheduler:
             step = arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
             done = _index(0)
             if lanes > 1:
-                width = _index(lanes)
-                vectors = arith.DivUIOp(count, width).result
-                loop = scf.ForOp(start, vectors, step)
+                vectors = arith.DivUIOp(count, _index(lanes)).result
+                loop = scf.ForOp(start, vectors, _scaled(step, FLAT_UNROLL))
                 with ir.InsertionPoint(loop.body):
-                    j = loop.induction_variable
-                    loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if t else None for v, t in zip(g.inputs, shaped)]
-                    results = []
-                    for lane in range(lanes):
-                        values = [vector.ExtractOp(x, [], [lane]).result if t else k.value(v) for x, v, t in zip(loaded, g.inputs, shaped)]
-                        results.append(k.apply(g, values + [None] * len(g.outputs)))
-                    for i, output in enumerate(g.outputs):
-                        element = ir.MemRefType(output.type).element_type
-                        packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
-                        memref.StoreOp(packed, k.view_argument(output, lanes), [j])
+                    self._flat_vectors(k, g, loop.induction_variable, step, vectors, lanes, shaped)
                     scf.YieldOp([])
-                done = arith.MulIOp(vectors, width).result
+                done = _scaled(vectors, lanes)
             tail = scf.ForOp(arith.AddIOp(done, start).result, count, step)
             with ir.InsertionPoint(tail.body):
                 i = tail.induction_variable
@@ -846,6 +1055,35 @@ class _SegmentScheduler:
                     memref.StoreOp(value, k.view_argument(output, 1), [i])
                 scf.YieldOp([])
         k.finish([["min", _ceildiv(_product(self.size_formulas(g)), THREADS * lanes), ["const", MAX_BLOCKS]], ["const", 1], ["const", 1]])
+
+    @staticmethod
+    def _flat_vectors(k: _Kernel, g: _Generic, first: ir.Value, step: ir.Value, vectors: ir.Value, lanes: int, shaped: list[bool]) -> None:
+        """Vectors ``first + u * step`` (``u`` < :data:`FLAT_UNROLL`) of the
+        flat pointwise scheme, each where it is below ``vectors``."""
+        at = [first] + [arith.AddIOp(first, arith.MulIOp(step, _index(u)).result).result for u in range(1, FLAT_UNROLL)]
+        inside = [arith.CmpIOp(arith.CmpIPredicate.ult, j, vectors).result for j in at]
+        loaded = []
+        for j, ok in zip(at, inside):  # every load before any store
+            row = []
+            for v, t in zip(g.inputs, shaped):
+                if not t:
+                    row.append(None)
+                    continue
+                view = k.view_argument(v, lanes)
+                row.append(_guarded(ok, ir.MemRefType(view.type).element_type, lambda view=view, j=j: memref.LoadOp(view, [j]).result))
+            loaded.append(row)
+        for j, ok, row in zip(at, inside, loaded):
+            results = []
+            for lane in range(lanes):
+                values = [vector.ExtractOp(x, [], [lane]).result if t else k.value(v) for x, v, t in zip(row, g.inputs, shaped)]
+                results.append(k.apply(g, values + [None] * len(g.outputs)))
+            branch = scf.IfOp(ok)
+            with ir.InsertionPoint(branch.then_block):
+                for i, output in enumerate(g.outputs):
+                    element = ir.MemRefType(output.type).element_type
+                    packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
+                    memref.StoreOp(packed, k.view_argument(output, lanes), [j])
+                scf.YieldOp([])
 
     def pointwise(self, g: _Generic) -> None:
         lanes = self.flat_lanes(g)
@@ -906,47 +1144,31 @@ class _SegmentScheduler:
 
     def inner_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
         """A warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (when
-        every accumulator is 32-bit), a block per row otherwise: two kernels,
-        the launch program picks one by the row length."""
+        every accumulator is 32-bit), a block per row otherwise: two kernels
+        (each in a vector and a scalar variant), the launch program picks one
+        by the row length."""
         ps, rs = g.parallel, g.reduction
         size = self.size_formulas(g)
         rows_f, cols_f = _product([size[d] for d in ps]), _product([size[d] for d in rs])
         lanes = self.row_lanes([g]) if len(rs) == 1 else 1
-        for group in self.row_groups(g, cols_f):
+        for group in self.row_groups(cols_f, _narrow([g])):
             for vector_lanes, condition in self.vector_variants(lanes, cols_f):
                 k = self.kernel()
                 with ir.InsertionPoint(k.entry), self.location:
                     sizes = k.loop_sizes(g)
-                    rows, cols = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
+                    rows = k.product([sizes[d] for d in ps])
                     worker, workers, lane, width = group.ids(k)
                     row_loop = scf.ForOp(worker, rows, workers)
                     with ir.InsertionPoint(row_loop.body):
                         row_ivs = k.delinearize(row_loop.induction_variable, [sizes[d] for d in ps])
-                        inits_k = [k.value(v) for v in inits]
-                        if vector_lanes == 1:
-                            accs = self._accumulate(
-                                k, g, lane, cols, width, inits_k, lambda col: row_ivs + k.delinearize(col, [sizes[d] for d in rs])
-                            )
-                        else:
-                            accs = self._accumulate_vectors(k, g, row_ivs, lane, cols, width, inits_k, vector_lanes, {})
-                        totals = group.reduce(accs, combiners)
+                        walk = _RowWalk(k, row_ivs, [sizes[d] for d in rs], lane, width, vector_lanes, {})
+                        totals = group.reduce(walk.reduce(g, [k.value(v) for v in inits]), g.combining_ops())
                         branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result)
                         with ir.InsertionPoint(branch.then_block):
                             k.store(g, totals, row_ivs + [k.zero] * len(rs))
                             scf.YieldOp([])
                         scf.YieldOp([])
                 k.finish(group.grid(rows_f), when=_both(group.when, condition))
-
-    @staticmethod
-    def _accumulate_vectors(k, g, row_ivs, lane, cols, width, inits, lanes, registers) -> list[ir.Value]:
-        """A lane's partial results over its vectors of ``lanes`` columns."""
-        loop = scf.ForOp(_scaled(lane, lanes), cols, _scaled(width, lanes), inits)
-        with ir.InsertionPoint(loop.body):
-            accs = list(loop.inner_iter_args)
-            for column in k.row_inputs(g, row_ivs + [loop.induction_variable], lanes, registers):
-                accs = k.apply(g, column + accs)
-            scf.YieldOp(accs)
-        return list(loop.results)
 
     def row_lanes(self, generics: Sequence[_Generic], skip: set = frozenset()) -> int:
         """Columns per vector access in a row kernel over ``generics`` (whose
@@ -988,16 +1210,29 @@ class _SegmentScheduler:
         divisible = ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
-    def row_groups(self, g: _Generic, cols_f: list) -> list["_RowGroup"]:
-        """The row schemes to compile for ``g``: a warp per row (short rows,
-        32-bit accumulators) and a block per row, each with its condition."""
-        accumulators = [ir.MemRefType(o.type).element_type for o in g.outputs]
-        if not all(_element_bytes(t) == 4 for t in accumulators):
-            return [_RowGroup("block", None)]
-        return [
-            _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
-            _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
-        ]
+    @staticmethod
+    def row_groups(cols_f: list, narrow: bool, cached: bool = False) -> list[_RowGroup]:
+        """The row schemes to compile, each with its launch condition (exactly
+        one holds): a warp per row for short rows when every accumulator is
+        32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
+        With ``cached``, rows that fit in the lanes' registers get cached
+        variants (a warp up to ``32 * CACHED_COLUMNS`` columns, then a block up
+        to ``THREADS * CACHED_COLUMNS``); longer rows are read per generic."""
+        if not cached:
+            if not narrow:
+                return [_RowGroup("block", None)]
+            return [
+                _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
+                _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
+            ]
+        warp_limit, block_limit = ["const", WARP * CACHED_COLUMNS], ["const", THREADS * CACHED_COLUMNS]
+        fits = ["le", cols_f, block_limit]
+        groups = [_RowGroup("block", ["gt", cols_f, block_limit])]
+        if narrow:
+            groups.insert(0, _RowGroup("warp", ["le", cols_f, warp_limit], cached=True))
+            fits = ["mul", ["gt", cols_f, warp_limit], fits]
+        groups.insert(-1, _RowGroup("block", fits, cached=True))
+        return groups
 
     def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
         ps, rs = g.parallel, g.reduction
@@ -1047,7 +1282,7 @@ class _SegmentScheduler:
                 combine = scf.ForOp(_index(0), count, _index(1), [k.value(v) for v in inits])
                 with ir.InsertionPoint(combine.body):
                     values = []
-                    for acc, buffer, combiner_op in zip(combine.inner_iter_args, buffers, self._combiner_ops(g)):
+                    for acc, buffer, combiner_op in zip(combine.inner_iter_args, buffers, g.combining_ops()):
                         partial = memref.LoadOp(buffer, [combine.induction_variable, col]).result
                         values.append(ir.Operation.create(combiner_op, results=[acc.type], operands=[acc, partial]).result)
                     scf.YieldOp(values)
@@ -1055,11 +1290,6 @@ class _SegmentScheduler:
                 k.store(g, list(combine.results), ivs)
                 scf.YieldOp([])
         k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]])
-
-    @staticmethod
-    def _combiner_ops(g: _Generic) -> list[str]:
-        yielded = list(list(g.body.operations)[-1].operands)
-        return [v.owner.name for v in yielded]
 
     def scratch(self, element: ir.Type, shape: list[list]) -> ir.Value:
         """A new temporary, as a host value: an argument of a scratch block
@@ -1084,84 +1314,74 @@ class _SegmentScheduler:
         length): each generic runs in turn for the row, lanes strided over
         its columns; a reduction's result is combined over the group (warp
         shuffles, or ``gpu.all_reduce``) and stays in a register for the rest
-        of the row, as does every value computed per row. Full-size buffers
-        are written and read back by the same lane (same column mapping), so
-        no barrier is needed between generics; the row's input stays in L1/L2."""
+        of the row, as does every value computed per row. In the cached
+        variants (rows that fit in the lanes' registers) the row's inputs are
+        loaded once and full-size temporaries never reach memory; in the
+        others each generic reads the row again, and full-size buffers are
+        written and read back by the same lane (same column mapping), so no
+        barrier is needed between generics."""
         p = plan.rank_p
         reductions = [g for g, role in plan.steps if role == "reduce"]
         cols_f = _product(self.size_formulas(plan.anchor)[p:])
-        groups = self.row_groups(plan.anchor, cols_f)
-        if any(len(self.row_groups(g, cols_f)) != len(groups) for g in reductions):
-            groups = [_RowGroup("block", None)]
         n = len(plan.anchor.iterators)
         wide = [g for g, role in plan.steps if role in ("full", "reduce")]
         lanes = self.row_lanes(wide, plan.row_temps) if n - p == 1 else 1
-        for group in groups:
-            for vector_lanes, condition in self.vector_variants(lanes, cols_f):
-                k = self.kernel()
-                with ir.InsertionPoint(k.entry), self.location:
-                    sizes = k.loop_sizes(plan.anchor)
-                    rows, cols = k.product(sizes[:p]), k.product(sizes[p:])
-                    worker, workers, lane, width = group.ids(k)
-                    row_loop = scf.ForOp(worker, rows, workers)
-                    with ir.InsertionPoint(row_loop.body):
-                        row_ivs = k.delinearize(row_loop.induction_variable, sizes[:p])
-                        registers: dict[ir.Value, ir.Value] = {}
-                        first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
-                        for g, role in plan.steps:
-                            self._row_step(k, g, role, plan, registers, row_ivs, sizes, cols, lane, width, first, group, vector_lanes)
-                        scf.YieldOp([])
-                k.finish(group.grid(_product(plan.row_formulas)), when=_both(group.when, condition))
+        keep = self.kept_temps(plan)
+        variants = [
+            (group, vector_lanes, _both(group.when, condition))
+            for vector_lanes, condition in self.vector_variants(lanes, cols_f)
+            for group in self.row_groups(cols_f, _narrow(reductions), cached=vector_lanes > 1)
+        ]
+        for group, vector_lanes, when in variants:
+            k = self.kernel()
+            with ir.InsertionPoint(k.entry), self.location:
+                sizes = k.loop_sizes(plan.anchor)
+                worker, workers, lane, width = group.ids(k)
+                row_loop = scf.ForOp(worker, k.product(sizes[:p]), workers)
+                with ir.InsertionPoint(row_loop.body):
+                    row_ivs = k.delinearize(row_loop.induction_variable, sizes[:p])
+                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {})
+                    first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
+                    slots = walk.slots(k.zero, CACHED_COLUMNS // vector_lanes) if group.cached else None
+                    cache: dict = {}
+                    for g, role in plan.steps:
+                        self._row_step(walk, g, role, plan, first, group, slots, cache, keep if group.cached else frozenset())
+                    scf.YieldOp([])
+            k.finish(group.grid(_product(plan.row_formulas)), when=when)
 
-    def _row_step(self, k, g, role, plan, registers, row_ivs, sizes, cols, tid, threads, first, group, lanes=1) -> None:
-        p = plan.rank_p
+    def kept_temps(self, plan: "_RowPlan") -> set:
+        """Full-size temporaries a cached variant keeps in registers: written
+        by a full generic, read only by generics of the row's columns (not
+        through a reshape, not by a per-row generic)."""
+        viewed = {v[1] for v in self.views.values()}
+        read_per_row = {o for g, role in plan.steps if role == "row" for o in g.inputs}
+        return {
+            o
+            for g, role in plan.steps
+            if role == "full"
+            for o in g.outputs
+            if self.binding(o)[0] == "temp" and self.binding(o)[1] not in viewed and o not in read_per_row
+        }
+
+    def _row_step(self, walk: _RowWalk, g, role, plan, first, group, slots, cache, keep) -> None:
+        k, registers = walk.k, walk.registers
+        at_row = walk.row_ivs + [k.zero] * (len(g.iterators) - plan.rank_p)
         if role == "fill":
             registers[g.outputs[0]] = k.value(g.fill_value())
             return
-
-        def inputs_at(ivs):
-            values = []
-            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-                if operand in registers:
-                    values.append(registers[operand])
-                elif list(arg.uses):
-                    values.append(k.load(operand, amap, ivs))
-                else:
-                    values.append(None)
-            return values
-
         if role == "row":  # a value per row: every thread computes it (uniform)
-            ivs = row_ivs + [k.zero] * (len(g.iterators) - p)
-            results = k.apply(g, inputs_at(ivs) + [None] * len(g.outputs), ivs)
-            self._row_results(k, g, results, registers, plan, ivs, first)
+            values = [
+                registers[o] if o in registers else (k.load(o, amap, at_row) if list(arg.uses) else None)
+                for arg, o, amap in zip(g.body.arguments, g.inputs, g.maps)
+            ]
+            results = k.apply(g, values + [None] * len(g.outputs), at_row)
+            self._row_results(k, g, results, registers, plan, at_row, first)
             return
         if role == "reduce":
-            inits = [registers.pop(o) for o in g.outputs]
-            if lanes > 1:
-                partials = self._accumulate_vectors(k, g, row_ivs, tid, cols, threads, inits, lanes, registers)
-            else:
-
-                def body(col, accs):
-                    ivs = row_ivs + k.delinearize(col, sizes[p:])
-                    return k.apply(g, inputs_at(ivs) + list(accs), ivs)
-
-                loop = scf.ForOp(tid, cols, threads, inits)
-                with ir.InsertionPoint(loop.body):
-                    scf.YieldOp(body(loop.induction_variable, loop.inner_iter_args))
-                partials = list(loop.results)
-            totals = group.reduce(partials, g.combiners())
-            self._row_results(k, g, totals, registers, plan, row_ivs + [k.zero] * (len(g.iterators) - p), first)
+            partials = walk.reduce(g, [registers.pop(o) for o in g.outputs], slots, cache)
+            self._row_results(k, g, group.reduce(partials, g.combining_ops()), registers, plan, at_row, first)
             return
-        # role == "full": a pointwise generic over the row's columns
-        loop = scf.ForOp(_scaled(tid, lanes), cols, _scaled(threads, lanes))
-        with ir.InsertionPoint(loop.body):
-            ivs = row_ivs + k.delinearize(loop.induction_variable, sizes[p:])
-            if lanes > 1:
-                columns = k.row_inputs(g, ivs, lanes, registers)
-                k.row_store(g, [k.apply(g, c + [None] * len(g.outputs)) for c in columns], ivs)
-            else:
-                k.store(g, k.apply(g, inputs_at(ivs) + [None] * len(g.outputs), ivs), ivs)
-            scf.YieldOp([])
+        walk.pointwise(g, slots, cache, keep)  # role == "full"
 
     @staticmethod
     def _row_results(k, g, values, registers, plan, ivs, first) -> None:
@@ -1243,7 +1463,7 @@ class _RowPlan:
             return rank >= p and dims[:p] == rows and all(d == ["const", 1] for d in dims[p:])
 
         row_temps = {v for v in scheduler.temp_of if row_shaped(v) and scheduler.binding(v)[0] == "temp"}
-        steps, written = [], set()
+        steps, written, fills = [], set(), {}
         for g in generics:
             fill = g.fill_value()
             space = scheduler.size_formulas(g)
@@ -1252,12 +1472,14 @@ class _RowPlan:
                     return None
                 steps.append((g, "fill"))
                 written.add(g.outputs[0])
+                fills[g.outputs[0]] = fill
                 continue
             if g.reduction:
-                if g.parallel != list(range(p)) or space != sizes or g.combiners() is None:
+                combiners = g.combiners()
+                if g.parallel != list(range(p)) or space != sizes or combiners is None:
                     return None
-                if any(o not in row_temps or o not in written for o in g.outputs):
-                    return None  # accumulates into a filled row temporary
+                if any(o not in row_temps or not _neutral(fills.pop(o, None), c) for o, c in zip(g.outputs, combiners)):
+                    return None  # accumulates into a row temporary just filled with a neutral value
                 role = "reduce"
             elif space == sizes:
                 role = "full"
@@ -1269,7 +1491,7 @@ class _RowPlan:
                 if operand in row_temps:  # read at its row (a row generic's trailing dims have size 1)
                     if operand not in written or not (role == "row" or _row_map(amap, p)):
                         return None
-                elif isinstance(operand.type, ir.ShapedType) and scheduler.binding(operand)[0] == "temp" and role == "full":
+                elif isinstance(operand.type, ir.ShapedType) and scheduler.binding(operand)[0] == "temp" and role != "row":
                     if amap != ir.AffineMap.get_identity(len(g.iterators)):
                         return None  # a full temporary is read by the thread that wrote it, at the same index
             for output, amap in zip(g.outputs, g.maps[len(g.inputs) :]):

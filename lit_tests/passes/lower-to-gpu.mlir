@@ -42,10 +42,12 @@ func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor
 
 // An inner reduction: two kernels, and the launch program picks one by the
 // row length. Rows up to 4096 elements: a warp per row (8 rows per block),
-// lanes sum strided slices from the fill value, a butterfly of shuffles
-// combines the warp and lane 0 stores. Longer rows: a block per row,
-// gpu.all_reduce, then a barrier before the block's next row. The fill is
-// folded into both kernels: no temporaries.
+// lanes walk the row in chunks of 4 columns each (4 guarded loads in
+// flight, one partial sum per column slot, all starting from the fill
+// value), add their 4 partials, a butterfly of shuffles combines the warp
+// and lane 0 stores. Longer rows: a block per row, gpu.all_reduce, then a
+// barrier before the block's next row. The fill is folded into both
+// kernels: no temporaries.
 // CHECK-LABEL: func.func private @rowsum_seg0(
 // CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22rowsum_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 8448]]
 // CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 0, 1], [\22const\22, 4096]]
@@ -55,20 +57,30 @@ func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:           %[[LANE:.*]] = arith.remui %{{.*}}, %c32
 // CHECK:           scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:             %[[PART:.*]] = scf.for %{{.*}} = %[[LANE]] to %{{.*}} step %c32 iter_args(%{{.*}} = %[[ZERO]]) -> (f32) {
-// CHECK:             gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f32
+// CHECK:             %[[PART:.*]]:4 = scf.for %[[CHUNK:.*]] = %c0 to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]]) -> (f32, f32, f32, f32) {
+// CHECK:               %[[COL:.*]] = arith.addi %[[CHUNK]], %[[LANE]]
+// CHECK:               %[[IN:.*]] = arith.cmpi ult, %[[COL]]
+// CHECK:               scf.if %[[IN]] -> (f32) {
+// CHECK-NEXT:            memref.load %{{.*}}[%[[ROW]], %[[COL]]]
+// CHECK-COUNT-3:       memref.load
+// CHECK:               arith.select %[[IN]]
+// CHECK:             %[[A:.*]] = arith.addf %[[PART]]#0, %[[PART]]#1
+// CHECK:             %[[B:.*]] = arith.addf %[[PART]]#2, %[[PART]]#3
+// CHECK:             %[[SUM:.*]] = arith.addf %[[A]], %[[B]]
+// CHECK:             gpu.shuffle  xor %[[SUM]], %c16_i32, %c32_i32 : f32
 // CHECK-COUNT-4:     gpu.shuffle  xor
 // CHECK:             %[[TOTAL:.*]] = arith.addf
 // CHECK:             scf.if
 // CHECK-NEXT:          memref.store %[[TOTAL]], %{{.*}}[%[[ROW]]]
 // CHECK:         gpu.func @rowsum_seg0_k1(
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK:           %[[TID:.*]] = gpu.thread_id  x
-// CHECK:           %[[THREADS:.*]] = gpu.block_dim  x
 // CHECK:           %[[BID:.*]] = gpu.block_id  x
 // CHECK:           scf.for %[[ROW:.*]] = %[[BID]] to %{{.*}} step %{{.*}} {
-// CHECK:             %[[PART:.*]] = scf.for %{{.*}} = %[[TID]] to %{{.*}} step %[[THREADS]] iter_args(%{{.*}} = %[[ZERO]]) -> (f32) {
-// CHECK:             %[[TOTAL:.*]] = gpu.all_reduce  add %[[PART]] uniform
+// CHECK:             %[[PART:.*]]:4 = scf.for %{{.*}} = %c0 to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]]) -> (f32, f32, f32, f32) {
+// CHECK:             %[[A:.*]] = arith.addf %[[PART]]#0, %[[PART]]#1
+// CHECK:             %[[B:.*]] = arith.addf %[[PART]]#2, %[[PART]]#3
+// CHECK:             %[[SUM:.*]] = arith.addf %[[A]], %[[B]]
+// CHECK:             %[[TOTAL:.*]] = gpu.all_reduce  add %[[SUM]] uniform
 // CHECK:             gpu.barrier
 // CHECK:             scf.if
 // CHECK-NEXT:          memref.store %[[TOTAL]], %{{.*}}[%[[ROW]]]

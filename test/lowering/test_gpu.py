@@ -157,9 +157,40 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
         strided = lower_to_gpu(module, {"fusion_seg0": [(False, 16), (True, 16)]})
     (program,) = dense.programs.values()
     vector = [launch for launch in program.launches if any(b[0] == "flat" for b in launch.args)]
-    assert len(vector) == 2 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
+    # a warp and a block with the row in registers, a block reading it per pass
+    assert len(vector) == 3 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
     for cols in (4096, 4100, 9000, 9008):
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
         assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0)
     (program,) = strided.programs.values()
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
+
+
+def kernel_text(text: str, name: str) -> str:
+    start = text.index(f"gpu.func @{name}(")
+    end = text.find("gpu.func @", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_chunks():
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    text = str(scheduled.module)
+    (program,) = scheduled.programs.values()
+
+    def chosen(cols):
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
+        return launch
+
+    def vector_loads(launch):
+        return len(re.findall(r"memref\.(?:load|store) .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
+
+    warp, block, long = chosen(1024), chosen(8192), chosen(8200)
+    assert warp.grid != block.grid and block.kernel != long.kernel
+    # 32 columns per lane: 4 vectors of 8 bf16, loaded once for the max, the sum and the quotient
+    assert vector_loads(warp) == vector_loads(block) == 4 + 4  # 4 loads, 4 stores
+    # longer rows: each of the 3 passes loads 4 vectors per chunk (and the last one stores them)
+    assert vector_loads(long) == 3 * 4 + 4
+    for launch in (warp, block, long):
+        assert kernel_text(text, launch.kernel).count("scf.if") >= 8  # loads and stores guarded by the row length

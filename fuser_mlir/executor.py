@@ -355,26 +355,101 @@ class FusionExecutorCache:
             return None, None
         return disk, cache_key(self.fusion.fingerprint(), key, self.hazard_policy)
 
-    def run(self, inputs: Sequence[object], outputs=None) -> list:
+    def run(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
         """Run the fusion; ``outputs`` is None or one buffer-or-None per
         visible output. Returns the outputs: the given buffers themselves,
         NumPy arrays on the CPU, torch tensors when the inputs are torch
-        tensors, else DeviceArrays."""
+        tensors, else DeviceArrays.
+
+        ``cuda_graph=True`` (CUDA, torch tensors or DeviceArrays): a cache
+        hit replays the fusion's launches as one CUDA graph, built at the
+        first hit of each argument signature and kept with it (the first
+        call of a signature runs as usual). The graph owns the fusion's
+        intermediates and temporaries for as long as the signature is
+        remembered (:attr:`graph_bytes`); new outputs are still allocated per
+        call. A fusion whose launches depend on a scalar input's value runs
+        without a graph. DeviceError on the CPU or with other array types."""
         hit = self._hits.lookup(inputs, outputs)
         if hit is not None:
             self.stats.hits += 1
-            entry, args, given = hit
-            if entry.compiled.device == "cpu":
-                return entry.compiled.execute(args, given, memory=self.memory)
-            # the caller's own tensors: the results need no mapping back
-            return entry.compiled.execute(args, given, memory=self.memory, torch_outputs=entry.torch_outputs, raw=True)
+            entry, args, given, pointers = hit
+            runner = entry.graph if cuda_graph else entry.replay
+            if runner is None:
+                runner = self._runner(entry, args, given, cuda_graph)
+            return runner(args, given, pointers, self.memory)
         compiled, args, given = self.compiled_for(inputs, outputs)
+        if cuda_graph:
+            self._check_graph_arguments(compiled, inputs, outputs)
         torch_outputs = any(_is_torch(v) for v in inputs)
         self._hits.remember(inputs, outputs, compiled, given, torch_outputs)
         if compiled.device == "cpu":
             return compiled.execute(args, given, memory=self.memory)
         views = compiled.execute(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]
+
+    @property
+    def graph_bytes(self) -> int:
+        """Device memory held by the CUDA graphs of remembered signatures
+        (their intermediates and temporaries; see ``run(cuda_graph=True)``)."""
+        return sum(getattr(e.graph, "graph_bytes", 0) for e in self._hits._entries.values())
+
+    def _runner(self, entry, args, given, cuda_graph: bool):
+        """The runner of a hit entry (see HitEntry.replay), made at its first
+        hit: on CUDA a generated replay of its launches, or a CUDA graph."""
+        compiled = entry.compiled
+        if compiled.device == "cpu":
+            if cuda_graph:
+                raise _graph_on_cpu()
+
+            def run_cpu(args, given, pointers, memory):
+                return compiled.execute(args, given, memory=memory)
+
+            entry.replay = run_cpu
+            return run_cpu
+        from fuser_mlir.runtime import replay
+
+        device = int(compiled.device.partition(":")[2] or 0)
+        try:
+            traced = replay.trace(compiled.plan, compiled.kernels, args, given)
+        except replay.NotReplayable as why:
+
+            def run_general(args, given, pointers, memory):
+                # the caller's own tensors: the results need no mapping back
+                return compiled.execute(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
+
+            entry.replay = entry.graph = run_general
+            entry.not_replayed = str(why)
+            return run_general
+        options = dict(device=device, torch_outputs=entry.torch_outputs, input_at=entry.input_at, given_at=entry.given_at)
+        if not cuda_graph:
+            entry.replay = replay.plain_replay(traced, **options)
+            return entry.replay
+        entry.graph = replay.graph_replay(traced, **options)
+        if entry.graph.graph_bytes:  # one allocation, held by the graph (its replays count it as live)
+            self.memory.allocations += 1
+            self.memory.allocated_bytes += entry.graph.graph_bytes
+        return entry.graph
+
+    def _check_graph_arguments(self, compiled, inputs, outputs) -> None:
+        """DeviceError unless a call can replay a CUDA graph (cuda_graph=True)."""
+        if compiled.device == "cpu":
+            raise _graph_on_cpu()
+        if self._hits.signature(inputs, outputs) is not None:
+            return
+        from fuser_mlir.runtime.arrays import DeviceArray
+
+        arguments = [(f"input {i}", v) for i, v in enumerate(inputs)] + [(f"output {i}", v) for i, v in enumerate(outputs or ())]
+        for name, value in arguments:
+            if value_device(value) == "cuda" and not _is_torch(value) and type(value) is not DeviceArray:
+                raise DeviceError(
+                    f"cuda_graph=True replays torch tensors and DeviceArrays only, but {name} is a "
+                    f"{type(value).__module__}.{type(value).__qualname__}; wrap it with torch.as_tensor(x, device='cuda') (no copy)"
+                )
+        raise DeviceError("cuda_graph=True replays torch tensors and DeviceArrays only; pass those")
+
+
+def _graph_on_cpu() -> DeviceError:
+    return DeviceError("cuda_graph=True needs CUDA arrays (torch tensors or DeviceArrays), but these arguments run on the CPU; drop cuda_graph there")
 
 
 def _user_object(view, inputs, args, outputs, given):

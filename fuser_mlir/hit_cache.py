@@ -23,21 +23,25 @@ a miss: the caller runs the full path, which raises the usual error or
 remembers the new signature.
 
 NumPy arguments on the CPU take this path, and so do CUDA arguments that are
-torch tensors or DeviceArrays (their
-raw signature adds the device ordinal). A CUDA hit hands the caller's own
-tensors to the GPU runtime, which reads pointer, shape and strides straight
-from them (no device views, no mapping of results back): new outputs are
-torch tensors when the inputs are, else DeviceArrays, exactly as on the full
-path. Other CUDA arrays (CuPy, JAX, DLPack-only) take the full path. Entries
-are few and bounded: when ``limit`` raw signatures are remembered (shapes
-change often), the table starts over.
+torch tensors or DeviceArrays (their raw signature adds the device ordinal).
+Building the signature reads each tensor's data pointer once; the overlap
+checks and the runner use those pointers (:class:`HitEntry` says in which
+order). A CUDA hit hands the caller's own tensors to the GPU runtime: the
+executor runs a replay generated at the entry's first hit
+(:mod:`fuser_mlir.runtime.replay`), since the raw signature fixes every
+grid, descriptor slot and buffer shape, so only pointers and scalars change
+per call. New outputs are torch tensors when the inputs are, else
+DeviceArrays, exactly as on the full path. Other CUDA arrays (CuPy, JAX,
+DLPack-only) take the full path. Entries are few and bounded: when ``limit``
+raw signatures are remembered (shapes change often), the table starts over
+(dropping an entry drops its replay, and with it any CUDA graph it holds).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,10 +53,14 @@ _FLOAT_TYPES = (float, int, bool)
 _INT_TYPES = (int, bool)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class HitEntry:
-    """What a raw signature resolves to: the compiled fusion, and the layout
-    of the given outputs it was compiled for."""
+    """What a raw signature resolves to: the compiled fusion, the layout of
+    the given outputs it was compiled for, and what a hit checks and runs.
+
+    A call's *pointers* are the data addresses the signature read, in its
+    order: one per tensor input, then one per output buffer passed (not None).
+    """
 
     compiled: object  # CompiledFusion
     #: (visible output index, declared alias input or None, given as a separate
@@ -60,14 +68,28 @@ class HitEntry:
     outputs: tuple[tuple[int, int | None, bool], ...]
     #: CUDA: new outputs are torch tensors (the inputs are)
     torch_outputs: bool = False
-    #: byte range each input tensor touches, relative to its data pointer
-    #: (None: a scalar or no elements); the raw signature fixes it
-    input_extents: tuple = ()
-    #: the same for each given output, by visible output index
-    output_extents: dict | None = None
-    #: per given output: whether it has its alias input's shape, strides and
-    #: dtype (then it *is* that input exactly when the pointers are equal)
-    alias_layouts: dict | None = None
+    #: tensor input index -> position of its pointer
+    input_at: dict = field(default_factory=dict)
+    #: visible output index -> position of its pointer (outputs passed)
+    given_at: dict = field(default_factory=dict)
+    #: (input index, pointer position, low, high) for each tensor input with
+    #: elements: the byte range it touches, relative to its pointer (the raw
+    #: signature fixes it)
+    spans: tuple = ()
+    #: per output passed: (index, alias, separate, pointer position, byte range
+    #: relative to the pointer or None, whether it has its alias input's shape,
+    #: strides and dtype (then it *is* that input exactly when the pointers are
+    #: equal), pointer position of the alias, whether a NumPy writeable flag
+    #: must be checked)
+    checks: tuple = ()
+    #: the entry's runner, ``runner(args, given, pointers, memory) -> outputs``,
+    #: made on its first hit by FusionExecutorCache (a generated replay on
+    #: CUDA, see fuser_mlir.runtime.replay); ``graph``: the same with
+    #: ``cuda_graph=True``
+    replay: object = None
+    graph: object = None
+    #: why the entry runs the general path on CUDA ("" when it replays)
+    not_replayed: str = ""
 
 
 def _torch_tensor_type():
@@ -88,6 +110,7 @@ class HitCache:
         self._tensor_inputs = tuple(i for i, s in enumerate(specs) if s.kind == "tensor")
         self._scalar_inputs = tuple((i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES) for i, s in enumerate(specs) if s.kind != "tensor")
         self._visible = None  # visible output specs, on first use
+        self._tensor_type = None  # torch.Tensor, once torch is imported
 
     # -- the raw signature ------------------------------------------------------
 
@@ -95,13 +118,20 @@ class HitCache:
         """The raw signature of a call, or None when it cannot take the hit
         path (not a list of the right length, or a tensor argument that is
         not a NumPy array, a torch tensor or a DeviceArray)."""
+        return self._signature(inputs, outputs, [])
+
+    def _signature(self, inputs: Sequence[object], outputs, pointers: list) -> tuple | None:
+        """:meth:`signature`, appending the data pointer of each tensor
+        argument it reads to ``pointers`` (see :class:`HitEntry`)."""
         if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != self._num_inputs:
             return None
-        tensor = _torch_tensor_type()
+        tensor = self._tensor_type or _torch_tensor_type()
         key = []
         for i in self._tensor_inputs:
-            if not _append_raw(key, inputs[i], tensor):
+            pointer = _append_raw(key, inputs[i], tensor)
+            if pointer is None:
                 return None
+            pointers.append(pointer)
         if outputs is None:
             return tuple(key)
         if type(outputs) is not list and type(outputs) is not tuple:
@@ -110,29 +140,33 @@ class HitCache:
         for buf in outputs:
             if buf is None:
                 key.append(None)
-            elif not _append_raw(key, buf, tensor):
+                continue
+            pointer = _append_raw(key, buf, tensor)
+            if pointer is None:
                 return None
+            pointers.append(pointer)
         return tuple(key)
 
     # -- lookup ------------------------------------------------------------------
 
     def lookup(self, inputs: Sequence[object], outputs):
-        """``(entry, args, given)`` (the remembered entry, and the arguments
-        as the full path would validate them, the caller's own arrays), or
-        None (a miss: run the full path)."""
-        signature = self.signature(inputs, outputs)
+        """``(entry, args, given, pointers)`` (the remembered entry, the
+        arguments as the full path would validate them, the caller's own
+        arrays, and the call's pointers), or None (a miss: run the full path)."""
+        pointers = []
+        signature = self._signature(inputs, outputs, pointers)
         if signature is None:
             return None
         entry = self._entries.get(signature)
         if entry is None:
             return None
         args = self._scalars(inputs) if self._scalar_inputs else inputs
-        if not entry.outputs:
-            return entry, args, {}
-        given = self._given(entry, args, outputs)
+        if not entry.checks:
+            return entry, args, {}, pointers
+        given = _given(entry, outputs, pointers)
         if given is None:
             return None
-        return entry, args, given
+        return entry, args, given, pointers
 
     def _scalars(self, inputs: Sequence[object]) -> list:
         from fuser_mlir.executor import _check_scalar
@@ -146,86 +180,88 @@ class HitCache:
                 args[i] = _check_scalar(spec, i, value)  # the full path's conversion and message
         return args
 
-    def _given(self, entry: HitEntry, args: Sequence[object], outputs) -> dict | None:
-        """The given outputs as the full validation would return them, or None
-        when anything needs the full path: a read-only buffer, an alias
-        decision other than the remembered one, or byte ranges that meet (the
-        full path then decides, precisely, and names the overlap)."""
-        given = {}
-        spans = []
-        for i, extent in enumerate(entry.input_extents):
-            if extent is not None:
-                base = _pointer(args[i])
-                spans.append((i, base + extent[0], base + extent[1]))
-        taken = []
-        for index, alias, separate in entry.outputs:
-            buf = outputs[index]
-            if _read_only(buf):
-                return None
-            base = _pointer(buf)
-            if alias is not None:
-                same = entry.alias_layouts[index] and base == _pointer(args[alias])
-                if same == separate:
-                    return None
-            if not separate:
-                continue
-            given[index] = buf
-            extent = entry.output_extents[index]
-            if extent is None:
-                continue
-            low, high = base + extent[0], base + extent[1]
-            for i, other_low, other_high in spans:
-                if i != alias and low < other_high and other_low < high:
-                    return None
-            for other_low, other_high in taken:
-                if low < other_high and other_low < high:
-                    return None
-            taken.append((low, high))
-        return given
-
     # -- remembering ----------------------------------------------------------------
 
     def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False) -> None:
         """Record a call that passed the full validation and ran ``compiled``."""
-        signature = self.signature(inputs, outputs)
+        pointers = []
+        signature = self._signature(inputs, outputs, pointers)
         if signature is None:
             return
+        self._tensor_type = _torch_tensor_type()
         if self._visible is None:
             from fuser_mlir.outputs import visible_outputs
 
             self._visible = visible_outputs(self.fusion)
-        layout = tuple(
-            (index, self._visible[index].alias_input, index in given) for index, buf in enumerate(outputs or ()) if buf is not None
-        )
-        input_extents = tuple(None if i not in self._tensor_inputs else _relative_extent(inputs[i]) for i in range(self._num_inputs))
-        output_extents = {index: _relative_extent(outputs[index]) for index, _, _ in layout}
-        alias_layouts = {
-            index: alias is not None and _same_layout(outputs[index], inputs[alias]) for index, alias, _ in layout
-        }
+        passed = [index for index, buf in enumerate(outputs or ()) if buf is not None]
+        input_at = {i: k for k, i in enumerate(self._tensor_inputs)}
+        given_at = {index: len(input_at) + k for k, index in enumerate(passed)}
+        spans = []
+        for i in self._tensor_inputs:
+            extent = _relative_extent(inputs[i])
+            if extent is not None:
+                spans.append((i, input_at[i], *extent))
+        layout, checks = [], []
+        for index in passed:
+            buf, alias = outputs[index], self._visible[index].alias_input
+            separate = index in given
+            layout.append((index, alias, separate))
+            same_layout = alias is not None and _same_layout(buf, inputs[alias])
+            alias_at = input_at[alias] if alias is not None else None
+            checks.append((index, alias, separate, given_at[index], _relative_extent(buf), same_layout, alias_at, type(buf) is np.ndarray))
         if len(self._entries) >= self.limit:
             self._entries.clear()
-        self._entries[signature] = HitEntry(compiled, layout, torch_outputs, input_extents, output_extents, alias_layouts)
+        self._entries[signature] = HitEntry(compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), tuple(checks))
 
 
-def _append_raw(key: list, array: object, tensor_type) -> bool:
-    """Add ``array``'s raw properties to ``key``; False for an array type the
-    hit path does not take."""
+def _given(entry: HitEntry, outputs, pointers: list) -> dict | None:
+    """The given outputs as the full validation would return them, or None
+    when anything needs the full path: a read-only buffer, an alias decision
+    other than the remembered one, or byte ranges that meet (the full path
+    then decides, precisely, and names the overlap)."""
+    given = {}
+    taken = []
+    for index, alias, separate, at, extent, same_layout, alias_at, numpy_buffer in entry.checks:
+        buf = outputs[index]
+        if numpy_buffer and not buf.flags.writeable:
+            return None  # a read-only DeviceArray has another signature; torch tensors have no such flag
+        base = pointers[at]
+        if alias is not None and (same_layout and base == pointers[alias_at]) == separate:
+            return None
+        if not separate:
+            continue
+        given[index] = buf
+        if extent is None:
+            continue
+        low, high = base + extent[0], base + extent[1]
+        for i, position, other_low, other_high in entry.spans:
+            if i != alias:
+                start = pointers[position]
+                if low < start + other_high and start + other_low < high:
+                    return None
+        for other_low, other_high in taken:
+            if low < other_high and other_low < high:
+                return None
+        taken.append((low, high))
+    return given
+
+
+def _append_raw(key: list, array: object, tensor_type) -> int | None:
+    """Add ``array``'s raw properties to ``key``; return its data pointer,
+    or None for an array type the hit path does not take."""
     kind = type(array)
-    if kind is np.ndarray:
-        key += (0, array.dtype, array.shape, array.strides, data_pointer(array) & 15)
-    elif kind is tensor_type:
-        key += (1, array.dtype, array.shape, array.stride(), array.data_ptr() & 15, array.get_device())
-    elif kind is DeviceArray:
-        key += (2, array.dtype, array.shape, array.strides, array.ptr & 15, array.device, array.readonly)
+    if kind is tensor_type:
+        pointer = array.data_ptr()
+        key += (1, array.dtype, array.shape, array.stride(), pointer & 15, array.get_device())
+    elif kind is DeviceArray:  # its slots, not its properties: 50 ns less each
+        pointer = array._ptr
+        key += (2, array._dtype, array._shape, array._strides, pointer & 15, array._device, array._readonly)
+    elif kind is np.ndarray:
+        pointer = data_pointer(array)
+        key += (0, array.dtype, array.shape, array.strides, pointer & 15)
     else:
-        return False
-    return True
-
-
-def _read_only(array) -> bool:
-    if type(array) is np.ndarray:
-        return not array.flags.writeable
-    return bool(getattr(array, "readonly", False))  # torch tensors have no read-only flag
+        return None
+    return pointer
 
 
 def _pointer(array) -> int:

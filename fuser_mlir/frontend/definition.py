@@ -513,11 +513,13 @@ class FusionDefinition:
 
         return fusion_ir(self, given_outputs, locations=locations)
 
-    def execute(self, inputs: Sequence[object], outputs=None) -> list:
-        """Run the fusion through a FusionExecutorCache kept on this definition."""
+    def execute(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
+        """Run the fusion through a FusionExecutorCache kept on this definition
+        (see :meth:`FusionExecutorCache.run`; ``cuda_graph=True`` replays the
+        launches of a cache hit as one CUDA graph)."""
         if self._active:
             raise DefinitionError(f"fd.execute called inside the `with` block of {self.name!r}; run the fusion after the block ends")
-        return self._executor_cache().run(inputs, outputs=outputs)
+        return self._executor_cache().run(inputs, outputs, cuda_graph=cuda_graph)
 
     def compile(self, inputs: Sequence[object], outputs=None, device: str | None = None):
         """The CompiledFusion these arguments run with (compiled on first use);

@@ -20,6 +20,12 @@ and temporaries as data (see :mod:`fuser_mlir.lowering.gpu_schedule`).
   torch's current stream) and stay asynchronous; temporaries are allocated
   and freed in stream order (``cuMemAllocAsync``/``cuMemFreeAsync``);
 - a launch whose grid is empty (a zero-size tensor) is skipped.
+
+That is the general path. A cache hit runs a replay instead
+(:mod:`fuser_mlir.runtime.replay`): the same launches worked out once per
+argument signature, or one CUDA graph (:class:`GraphApi`). Calls on the hot
+path go to the driver library through ctypes (:func:`_bare_function`), not
+through cuda-python, whose wrappers cost microseconds each.
 """
 
 from __future__ import annotations
@@ -56,24 +62,29 @@ def available() -> bool:
 
 
 def ensure_context(device: int = 0) -> None:
-    """Make ``device``'s primary context current on this thread (a check of
-    the current context through ctypes first: the common case costs nothing)."""
-    get_current = _raw_function("cuCtxGetCurrent", [ctypes.POINTER(ctypes.c_void_p)])
-    if get_current is not None:
+    """Make ``device``'s primary context current on this thread. The common
+    case, the context already current, costs one ``cuCtxGetCurrent`` through
+    ctypes (about 0.2 µs) and no cuda-python call."""
+    fast = _context_checks.get(device)
+    if fast is not None:
+        get_current, primary = fast
         cell = ctypes.c_void_p()
-        if get_current(ctypes.byref(cell)) == 0 and cell.value == _primary_handle(device):
+        if get_current(ctypes.byref(cell)) == 0 and cell.value == primary:
             return
     make_current(device)
+    if fast is None:
+        get_current = _bare_function("cuCtxGetCurrent")
+        if get_current is not None:
+            _context_checks[device] = (get_current, int(primary_context(device)))
 
 
-@functools.cache
-def _primary_handle(device: int) -> int:
-    return int(primary_context(device))
+#: device -> (cuCtxGetCurrent through ctypes, handle of the device's primary context)
+_context_checks: dict[int, tuple] = {}
 
 
 @functools.cache
 def _libcuda():
-    """The driver library, for the two calls on the hot path (see _raw_launch)."""
+    """The driver library, for the calls on the hot path (see _raw_launch)."""
     try:
         return ctypes.CDLL("libcuda.so.1")
     except OSError:
@@ -81,6 +92,9 @@ def _libcuda():
 
 
 def _raw_function(name: str, argtypes: list):
+    """``name`` of the driver library with ``argtypes`` (None without the
+    library): for calls made once, where ctypes' argument checks are worth
+    their cost."""
     library = _libcuda()
     if library is None:
         return None
@@ -89,6 +103,30 @@ def _raw_function(name: str, argtypes: list):
         function.argtypes = argtypes
         function.restype = ctypes.c_int
     return function
+
+
+def _bare_function(name: str):
+    """``name`` of the driver library as a function object of its own with
+    no ``argtypes`` (None without the library). Hot-path calls go through
+    these: ctypes then converts nothing but Python ints (to C ``int``), so
+    callers pass every pointer and handle as a prebuilt ``ctypes.c_void_p``
+    and only 32-bit values as ints. A call costs about 0.3 µs instead of
+    0.8 µs with ``argtypes`` (11 arguments, measured)."""
+    library = _libcuda()
+    if library is None:
+        return None
+    function = library[name]  # __getitem__ makes a new function object: argtypes set elsewhere do not apply
+    function.restype = ctypes.c_int
+    return function
+
+
+def error_name(code: int) -> str:
+    """``CUDA_ERROR_...``: the driver's name of a ``CUresult``."""
+    get_name = _raw_function("cuGetErrorName", [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)])
+    name = ctypes.c_char_p()
+    if get_name is not None and get_name(code, ctypes.byref(name)) == 0 and name.value:
+        return name.value.decode()
+    return f"CUresult {code}"
 
 
 @functools.cache
@@ -100,15 +138,6 @@ def compute_capability(device: int = 0) -> tuple[int, int]:
     major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
     minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
     return major, minor
-
-
-def mem_alloc(nbytes: int) -> int:
-    """``nbytes`` of device memory (at least 1 byte) as an address."""
-    return int(check(driver().cuMemAlloc(max(1, nbytes)), f"cuMemAlloc({nbytes} bytes)"))
-
-
-def mem_free(address: int) -> None:
-    check(driver().cuMemFree(address), "cuMemFree")
 
 
 def synchronize() -> None:
@@ -185,6 +214,7 @@ class _Launch:
         self.launch = launch
         self.function = function
         self.handle = int(function) if function is not None else 0
+        self.handle_arg = ctypes.c_void_p(self.handle)  # for the bare cuLaunchKernel (see _bare_function)
         self.grid = [compile_formula(e) for e in launch.grid]
         self.when = compile_formula(launch.when) if launch.when else None
         self.block = tuple(launch.block)
@@ -211,6 +241,7 @@ class _Launch:
         base = ctypes.addressof(self.slots)
         self.pointers = (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
         self.params = ctypes.addressof(self.pointers)
+        self.params_arg = ctypes.c_void_p(self.params)
 
     def pack(self, args, temps, shapes=None, geometries=None) -> None:
         """Fill the slots for ``args`` (the segment's arguments) and ``temps``
@@ -303,19 +334,92 @@ def _scalar_bits(fmt: str, value) -> int:
 
 def _raw_launch():
     """``cuLaunchKernel`` of the driver library cuda-python uses, called
-    through ctypes: cuda-python's wrapper costs about 4 µs per call, this
-    under 1 µs (issue 9's host budget is 10 µs). None when ctypes cannot load
-    the library; launches then go through cuda-python."""
-    u32, ptr = ctypes.c_uint32, ctypes.c_void_p
-    return _raw_function("cuLaunchKernel", [ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr])
+    through ctypes with no ``argtypes`` (:func:`_bare_function`): handle,
+    stream and parameter array go as ``ctypes.c_void_p``, grid and block as
+    ints. cuda-python's wrapper costs about 4 µs per call, this about 0.3 µs
+    plus the driver's own time (issue 9's host budget is 10 µs). None when
+    ctypes cannot load the library; launches then go through cuda-python."""
+    return _bare_function("cuLaunchKernel")
 
 
-def _launch_failed(code: int, launch: _Launch, grid) -> CudaError:
-    drv = driver()
-    error = drv.CUresult(code)
-    _, name = drv.cuGetErrorName(error)
-    text = name.decode() if isinstance(name, bytes) else str(error)
-    return CudaError(f"cuLaunchKernel({launch.launch.kernel}, grid={tuple(grid)}, block={launch.block}) failed: {text}")
+def launch_error(kernel: str, grid, block, code: int) -> CudaError:
+    """The error of a failed ``cuLaunchKernel`` (``code``: its CUresult)."""
+    return CudaError(f"cuLaunchKernel({kernel}, grid={tuple(grid)}, block={tuple(block)}) failed: {error_name(code)}")
+
+
+# -- CUDA graphs (see fuser_mlir.runtime.replay) ----------------------------------------
+
+
+class KernelNodeParams(ctypes.Structure):
+    """``CUDA_KERNEL_NODE_PARAMS_v2`` of cuda.h (CUDA 12.0 and later, 72 bytes):
+    what ``cuGraphAddKernelNode_v2`` and ``cuGraphExecKernelNodeSetParams_v2``
+    read. ``kern`` and ``ctx`` stay NULL (``func`` is set; the current context)."""
+
+    _fields_ = [
+        ("func", ctypes.c_void_p),
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("kernelParams", ctypes.c_void_p),
+        ("extra", ctypes.c_void_p),
+        ("kern", ctypes.c_void_p),
+        ("ctx", ctypes.c_void_p),
+    ]
+
+
+class GraphApi:
+    """The driver's graph calls, through ctypes, under the names cuda.h maps
+    them to since CUDA 12.0 (``cuGraphAddKernelNode`` is
+    ``cuGraphAddKernelNode_v2``, ``cuGraphInstantiate`` is
+    ``cuGraphInstantiateWithFlags``). The calls made once per graph take
+    ``argtypes`` (out-parameters and structs as addresses, ints); the two of
+    every replay, ``set_kernel_params`` and ``launch``, are bare
+    (:func:`_bare_function`: every argument a ``ctypes.c_void_p``). Each
+    returns a CUresult."""
+
+    def __init__(self):
+        ptr, size = ctypes.c_void_p, ctypes.c_size_t
+        self.create = self._function("cuGraphCreate", [ptr, ctypes.c_uint])
+        self.add_kernel_node = self._function("cuGraphAddKernelNode_v2", [ptr, ptr, ptr, size, ptr])
+        self.instantiate = self._function("cuGraphInstantiateWithFlags", [ptr, ptr, ctypes.c_ulonglong])
+        self.destroy_exec = self._function("cuGraphExecDestroy", [ptr])
+        self.destroy = self._function("cuGraphDestroy", [ptr])
+        self.set_kernel_params = self._function("cuGraphExecKernelNodeSetParams_v2", None)
+        self.launch = self._function("cuGraphLaunch", None)
+
+    @staticmethod
+    def _function(name: str, argtypes: list | None):
+        if _libcuda() is None:
+            raise CudaError("CUDA graphs need the driver library libcuda.so.1, which ctypes cannot load here")
+        try:
+            return _raw_function(name, argtypes) if argtypes is not None else _bare_function(name)
+        except AttributeError:
+            raise CudaError(f"the CUDA driver has no {name}: CUDA graphs need a driver for CUDA 12.0 or later") from None
+
+    def check(self, code: int, call: str) -> None:
+        if code:
+            raise CudaError(f"{call} failed: {error_name(code)}")
+
+    @staticmethod
+    def synchronize(device: int) -> None:
+        """Wait for all work on ``device`` (its primary context pushed, so any thread may call it)."""
+        drv = driver()
+        check(drv.cuCtxPushCurrent(primary_context(device)), "cuCtxPushCurrent")
+        try:
+            check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+        finally:
+            check(drv.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+@functools.cache
+def graph_api() -> GraphApi:
+    """The driver's graph calls (:class:`GraphApi`), loaded once; CudaError
+    where the driver library or one of the calls is missing."""
+    return GraphApi()
 
 
 class CudaSegment:
@@ -346,6 +450,7 @@ class CudaSegment:
         else:
             temps = ()
         raw = self.raw
+        stream_arg = ctypes.c_void_p(stream)
         geometries = [None if isinstance(a, (int, float, bool)) else _geometry(a) for a in args]
         for launch in self.launches:
             if launch.when is not None and not launch.when(shapes, args):
@@ -356,9 +461,9 @@ class CudaSegment:
             launch.pack(args, temps, shapes, geometries)
             bx, by, bz = launch.block
             if raw is not None:
-                code = raw(launch.handle, gx, gy, gz, bx, by, bz, 0, stream, launch.params, None)
+                code = raw(launch.handle_arg, gx, gy, gz, bx, by, bz, 0, stream_arg, launch.params_arg, None)
                 if code:
-                    raise _launch_failed(code, launch, (gx, gy, gz))
+                    raise launch_error(launch.launch.kernel, (gx, gy, gz), launch.block, code)
             else:
                 check(
                     driver().cuLaunchKernel(launch.function, gx, gy, gz, bx, by, bz, 0, stream, launch.params, 0),
@@ -367,13 +472,9 @@ class CudaSegment:
         del temps  # freed in stream order, after the launches above
 
     def _allocate(self, shape, dtype: str):
-        return DeviceArray.empty(shape, _temp_dtype_by_name(dtype), self.device, stream=current_stream())
+        from fuser_mlir.runtime.cpu import numpy_dtype
 
-
-def _temp_dtype_by_name(name: str):
-    from fuser_mlir.runtime.cpu import numpy_dtype
-
-    return numpy_dtype(name)
+        return DeviceArray.empty(shape, numpy_dtype(dtype), self.device, stream=current_stream())
 
 
 def load_program(ptx: str, cubin: bytes | None, arch: str, programs: dict, arg_kinds: dict, *, device: int = 0) -> dict[str, CudaSegment]:
@@ -431,11 +532,12 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
         import torch
 
         dtypes = {}
+        where = torch.device("cuda", device)  # parsed once, not per call
 
         def allocate(shape, dtype):
             if dtype not in dtypes:
                 dtypes[dtype] = arrays.torch_dtype(numpy_dtype(dtype))
-            tensor = torch.empty(shape, dtype=dtypes[dtype], device=f"cuda:{device}")
+            tensor = torch.empty(shape, dtype=dtypes[dtype], device=where)
             return tensor if raw else arrays.device_view(tensor)
 
         return allocate
@@ -448,11 +550,18 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
     return allocate
 
 
-def _torch_stream(device: int) -> int:
-    """The handle of torch's current stream on ``device``."""
+@functools.cache
+def _torch_stream_function():
+    """``device -> handle`` of torch's current stream: the raw getter
+    torch.compile's generated code calls (no Stream object), where torch has it."""
     import torch
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:  # what torch.compile's generated code calls: no Stream object
-        return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+    if raw is not None:
+        return raw
+    return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _torch_stream(device: int) -> int:
+    """The handle of torch's current stream on ``device``."""
+    return int(_torch_stream_function()(device))

@@ -81,6 +81,19 @@ def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[o
     return lambda shapes, args: op(left(shapes, args), right(shapes, args))
 
 
+def reads_scalars(expr: list | None) -> bool:
+    """Whether a formula reads the value of a scalar argument (an ``["arg", k]``
+    leaf): then its value is not fixed by the arguments' shapes alone."""
+    if not expr:
+        return False
+    kind = expr[0]
+    if kind == "arg":
+        return True
+    if kind == "const" or kind in _DIM:
+        return False
+    return reads_scalars(expr[1]) or reads_scalars(expr[2])
+
+
 def describe(expr: list, prefix: str = "arg") -> str:
     """``ceildiv(arg0.d1, 256)``: a formula in words (``prefix`` names the
     arguments: ``in`` for a launch plan's fusion inputs)."""

@@ -2,13 +2,15 @@
 
     python bench/host_overhead.py [--calls 10000] [--batches 7] [--json out.json] [--profile CASE]
 
-Cases: a 1-op add (one kernel) and a 3-segment chain (three kernels, cut with
-``segment_set``), on 8 float32 elements, so the kernels themselves cost next
-to nothing and the number is the Python/ctypes path around them (argument
-checks, cache key, launch plan, argument packing). Each case runs on the CPU
-with NumPy arrays and, where torch and a CUDA GPU are present, on the GPU
-with torch tensors (GPU rows: the launches are asynchronous, so CPU time is
-the host cost; the stream is synchronised once per batch).
+Cases: a 1-op add (one kernel), a 3-segment and a 10-segment chain (three
+and ten kernels, cut with ``segment_set``), on 8 float32 elements, so the
+kernels themselves cost next to nothing and the number is the Python/ctypes
+path around them (argument checks, cache key, launches). Each case runs on
+the CPU with NumPy arrays and, where torch and a CUDA GPU are present, on the
+GPU with torch tensors, twice: kernel by kernel (the generated replay of a
+cache hit) and as a CUDA graph (``fd.execute(..., cuda_graph=True)``; the
+``graph`` column). GPU rows: the launches are asynchronous, so CPU time is
+the host cost; the stream is synchronised once per batch.
 
 Per case: after a warm-up (the compile and a few hits), ``--batches``
 batches of ``--calls`` back-to-back calls, each timed with
@@ -17,7 +19,8 @@ batches of ``--calls`` back-to-back calls, each timed with
 ``--profile CASE`` runs cProfile over one batch of that case instead and
 prints the top functions.
 
-The issue 9 target is <= 10 us CPU time per call for the one-kernel case.
+The issue 9 targets: <= 10 us CPU time per call for the one-kernel case on
+the GPU, <= 20 us for the 10-segment chain replayed as a CUDA graph.
 """
 
 from __future__ import annotations
@@ -58,7 +61,32 @@ def three_segments():
     return fd, 2
 
 
-CASES = {"1-op": one_op, "3-segment": three_segments}
+def ten_segments():
+    with FusionDefinition(name="seg10") as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        t = x + y
+        for k in range(8):
+            t = fd.ops.segment_set(t)
+            t = fd.ops.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
+        t = fd.ops.segment_set(t)
+        fd.add_output(t * y)
+    return fd, 2
+
+
+def reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """What each case computes, in float64."""
+    if name == "add1":
+        return x + y
+    if name == "seg3":
+        return np.exp(x + y) * y
+    t = x + y
+    for k in range(8):
+        t = np.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
+    return t * y
+
+
+CASES = {"1-op": one_op, "3-segment": three_segments, "10-segment": ten_segments}
 N = 8
 
 
@@ -94,16 +122,20 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_batches(fd, inputs, device: str, calls: int, batches: int) -> dict:
+def time_batches(fd, inputs, device: str, calls: int, batches: int, graph: bool = False) -> dict:
     execute = fd.execute
     for _ in range(100):
-        execute(inputs)
+        execute(inputs, cuda_graph=graph)
     synchronize(device)
     cpu, wall = [], []
     for _ in range(batches):
         c0, w0 = time.process_time_ns(), time.perf_counter_ns()
-        for _ in range(calls):
-            execute(inputs)
+        if graph:
+            for _ in range(calls):
+                execute(inputs, cuda_graph=True)
+        else:
+            for _ in range(calls):
+                execute(inputs)
         synchronize(device)
         c1, w1 = time.process_time_ns(), time.perf_counter_ns()
         cpu.append((c1 - c0) / calls / 1000)
@@ -111,25 +143,27 @@ def time_batches(fd, inputs, device: str, calls: int, batches: int) -> dict:
     return {"cpu_us": statistics.median(cpu), "wall_us": statistics.median(wall), "cpu_us_min": min(cpu), "wall_us_min": min(wall)}
 
 
-def check_once(fd, inputs, device: str) -> None:
-    """A wrong result makes a timing meaningless: compare one call with NumPy."""
-    (out,) = fd.execute(inputs)
+def check_once(fd, inputs, device: str, graph: bool = False) -> None:
+    """A wrong result makes a timing meaningless: compare calls with NumPy
+    (the first call compiles; the second is a cache hit, and with ``graph``
+    builds and replays the CUDA graph)."""
     host = [np.asarray(x.cpu()) if device != "cpu" else x for x in inputs]
-    got = np.asarray(out.cpu()) if device != "cpu" else out
     x, y = (h.astype(np.float64) for h in host)
-    expected = x + y if fd.name == "add1" else np.exp(x + y) * y
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    for _ in range(3):
+        (out,) = fd.execute(inputs, cuda_graph=graph)
+        got = np.asarray(out.cpu()) if device != "cpu" else out
+        np.testing.assert_allclose(got, reference(fd.name, x, y), rtol=1e-5, atol=1e-6)
 
 
-def profile(case: str, device: str, calls: int) -> None:
+def profile(case: str, device: str, calls: int, graph: bool = False) -> None:
     fd, count = CASES[case]()
     inputs = make_inputs(count, device)
     for _ in range(100):
-        fd.execute(inputs)
+        fd.execute(inputs, cuda_graph=graph)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
-        fd.execute(inputs)
+        fd.execute(inputs, cuda_graph=graph)
     profiler.disable()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
 
@@ -148,23 +182,25 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     parser.add_argument("--profile", choices=sorted(CASES), help="cProfile one batch of this case (CPU) instead")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device for --profile")
+    parser.add_argument("--graph", action="store_true", help="--profile the CUDA graph replay (cuda_graph=True)")
     args = parser.parse_args(argv)
     if args.profile:
-        profile(args.profile, args.device, args.calls)
+        profile(args.profile, args.device, args.calls, args.graph)
         return 0
     gpu, why = gpu_available()
     devices = ["cpu"] + (["cuda"] if gpu else [])
     rows = []
     print(f"cache-hit fd.execute, {N} float32 elements, median of {args.batches} batches x {args.calls} calls")
-    print(f"{'case':<12} {'device':<6} {'cpu us/call':>12} {'wall us/call':>13}")
+    print(f"{'case':<12} {'device':<6} {'graph':<6} {'cpu us/call':>12} {'wall us/call':>13}")
     for device in devices:
-        for case, build in CASES.items():
-            fd, count = build()
-            inputs = make_inputs(count, device)
-            check_once(fd, inputs, device)
-            row = {"case": case, "device": device, **time_batches(fd, inputs, device, args.calls, args.batches)}
-            rows.append(row)
-            print(f"{case:<12} {device:<6} {row['cpu_us']:>12.2f} {row['wall_us']:>13.2f}")
+        for graph in (False, True) if device == "cuda" else (False,):
+            for case, build in CASES.items():
+                fd, count = build()
+                inputs = make_inputs(count, device)
+                check_once(fd, inputs, device, graph)
+                row = {"case": case, "device": device, "cuda_graph": graph, **time_batches(fd, inputs, device, args.calls, args.batches, graph)}
+                rows.append(row)
+                print(f"{case:<12} {device:<6} {'yes' if graph else 'no':<6} {row['cpu_us']:>12.2f} {row['wall_us']:>13.2f}")
     if not gpu:
         print(f"GPU rows skipped: {why}")
     if args.json is not None:

@@ -368,7 +368,13 @@ class FusionExecutorCache:
         intermediates and temporaries for as long as the signature is
         remembered (:attr:`graph_bytes`); new outputs are still allocated per
         call. A fusion whose launches depend on a scalar input's value runs
-        without a graph. DeviceError on the CPU or with other array types."""
+        without a graph. DeviceError on the CPU or with other array types.
+
+        :attr:`memory` counts the same on every path: the plan's buffers per
+        call (a hit allocates intermediates and temporaries as one arena, but
+        counts the buffers, as the general path does). A graph's arena counts
+        as one allocation when the graph is built, and as live in each of
+        its replays."""
         hit = self._hits.lookup(inputs, outputs)
         if hit is not None:
             self.stats.hits += 1

@@ -334,7 +334,10 @@ def test_a_hit_runs_the_generated_replay_on_the_callers_pointers(stubbed_hits):
     assert fec.stats.hits == 2
     # an output that overlaps an input is still refused on a hit (full path: the usual error)
     assert fec._hits.lookup([x, y], [x]) is None
-    del compiled
+    # a full call with the same signature and layout keeps the entry, and its replay
+    runner = entry.replay
+    fec._hits.remember([x2, y], [out2], compiled, {0: out2})
+    assert fec._hits._entries == {fec._hits.signature([x, y], [out]): entry} and entry.replay is runner
 
 
 def test_cuda_graph_on_the_cpu_is_an_error_naming_the_fix():

@@ -452,7 +452,7 @@ def _launch_failed(launch: TracedLaunch, code: int) -> CudaError:
 
 
 class _GraphHandles:
-    """What a replayed graph holds on the device, released together (see :func:`_release`)."""
+    """What a replayed graph holds on the device, released together (:meth:`release`)."""
 
     def __init__(self, api, device: int):
         self.api = api

@@ -30,12 +30,16 @@ persistent rows (a whole segment)
     and runs every generic of the segment in turn for its row. A reduction's
     result is combined over the group and stays in a register for the rest
     of the row, as does every value computed per row (their temporaries are
-    not even allocated); full-size buffers are written and read back by the
-    same lane, so no barrier is needed between the generics, and the row's
-    input, read once per pass, stays in L1/L2.
+    not even allocated). Rows of up to :data:`CACHED_COLUMNS` columns per
+    lane (1024 for a warp, 8192 for a block, with 16-byte vector access)
+    are *cached*: each lane loads its columns once, into registers, and
+    every generic reads them there; full-size temporaries stay in registers
+    too. Longer rows are read again by each generic (from L2 at best), and
+    full-size buffers are written and read back by the same lane, so no
+    barrier is needed between the generics.
 flat pointwise (R empty, every operand dense and read at the same index)
-    a grid-stride loop over the elements, 16-byte vector loads and stores
-    where the alignments allow, and a scalar tail.
+    one 16-byte vector per thread (where the alignments allow) in a grid
+    that covers the tensor, and a scalar tail.
 row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
     blocks take rows, threads stride over the row: no index division per
     element, and a column operand broadcast along the row is one value per
@@ -45,6 +49,13 @@ inner reduction (R dims after the P dims)
     ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
     barrier before the block's next row): lanes accumulate strided slices
     of the row in registers, lane 0 stores the row's result.
+
+Row kernels walk a row in chunks of :data:`CHUNK_SLOTS` slots per lane (a
+slot: one column, or one vector of them), unrolled: the chunk's loads, each
+guarded by its slot being inside the row, are issued before its arithmetic
+and stores, and a reduction keeps one partial result per slot (combined as a
+tree at the end), so several loads per lane are in flight (see
+:class:`_RowWalk`).
 outer reduction (R dims before the P dims, a full reduction included)
     a column scheme in two kernels: threads own consecutive output columns
     (coalesced reads), the R space is split into ``S`` chunks along

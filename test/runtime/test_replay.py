@@ -503,3 +503,45 @@ def test_a_graph_updates_nodes_whose_scalar_changed():
     assert api.updates == [0]  # the node of x * s only
     (slot, _, _), = trace.launches[0].scalar_slots
     assert api.launches[-1][1][0][4][slot] == cuda._scalar_bits("f", 3.0)
+
+
+class FailingFirst(Recorder):
+    """A recorder whose first launch answers ``code`` (then launches succeed)."""
+
+    def __init__(self, code: int):
+        super().__init__()
+        self.code = code
+
+    def __call__(self, *args):
+        super().__call__(*args)
+        code, self.code = self.code, 0
+        return code
+
+
+@pytest.mark.parametrize("code, relaunched", [(201, True), (400, True), (700, False)])
+def test_a_torch_replay_checks_the_context_only_when_the_first_launch_says_it_is_wrong(code, relaunched):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x + 1.0)
+    args, given = [device_array(0x1000_0000, (64,))], {0: device_array(0x2000_0000, (64,))}
+    compiled = compiled_for_cuda(fd, args, (True,), given.items())
+    recorder = FailingFirst(code)
+    kernels = stub_segments(compiled.program.programs, compiled.program.arg_kinds, recorder)
+    trace = replay.trace(compiled.plan, kernels, args, given)
+    ensured = []
+    input_at, given_at, pointers = pointer_positions(args, given)
+    run = replay.plain_replay(
+        trace, device=0, torch_outputs=True, input_at=input_at, given_at=given_at,
+        allocate=Addresses([]), current_stream=lambda device: 0x55, ensure=ensured.append,
+    )
+    if not relaunched:
+        with pytest.raises(CudaError, match="cuLaunchKernel"):
+            run(args, given, pointers, MemoryStats())
+        assert ensured == [] and len(recorder.calls) == 1
+        return
+    assert run(args, given, pointers, MemoryStats()) == [given[0]]
+    assert ensured == [0]  # made current once, then launched again with the same parameters
+    first, again = recorder.calls
+    assert first == again and first[4] == 0x55
+    run(args, given, pointers, MemoryStats())
+    assert ensured == [0] and len(recorder.calls) == 3  # no check while launches succeed

@@ -199,3 +199,32 @@ def test_dropping_an_executor_releases_its_graphs():
     fec = FusionExecutorCache(fd)  # and a new one builds its own
     for _ in range(2):
         check(fec.run([x, y], cuda_graph=True)[0], x_host, y_host)
+
+
+def test_a_replay_on_a_thread_with_no_current_context_makes_it_current():
+    torch = pytest.importorskip("torch")
+    import threading
+
+    from fuser_mlir.runtime import arrays
+
+    fd, x, y = chain10(), rand(ROWS, COLS), rand(ROWS, COLS)
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    fd.execute([tx, ty])  # compiles and remembers the signature
+    results, errors = [], []
+
+    def hit():
+        try:
+            drv = arrays.driver()
+            arrays.check(drv.cuCtxSetCurrent(drv.CUcontext(0)), "cuCtxSetCurrent")  # no context on this thread
+            (out,) = fd.execute([tx, ty])
+            torch.cuda.synchronize()
+            results.append(out)
+        except Exception as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    thread = threading.Thread(target=hit)
+    thread.start()
+    thread.join()
+    assert not errors, errors
+    check(results[0], x, y)
+    assert fd._executor.stats.hits >= 1

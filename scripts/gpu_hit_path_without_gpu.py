@@ -21,6 +21,7 @@ import ctypes
 import pstats
 import sys
 import time
+from pathlib import Path
 
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.compiler import compile_fusion
@@ -97,16 +98,11 @@ def pointwise():
 
 
 def chain10():
-    with FusionDefinition(name="chain10") as fd:
-        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        t = x + y
-        for k in range(8):
-            t = fd.ops.segment_set(t)
-            t = fd.ops.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
-        t = fd.ops.segment_set(t)
-        fd.add_output(t * y)
-    return fd
+    """bench/host_overhead.py's 10-segment chain."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from host_overhead import ten_segments
+
+    return ten_segments()[0]
 
 
 def per_call(run, n: int) -> float:

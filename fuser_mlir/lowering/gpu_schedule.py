@@ -581,43 +581,6 @@ class _Kernel:
             flat = arith.AddIOp(arith.MulIOp(flat, size).result, indices[d]).result
         return flat
 
-    def row_inputs(self, g: _Generic, ivs: Sequence[ir.Value], lanes: int, registers: dict) -> list[list]:
-        """The generic's input values for the ``lanes`` consecutive columns
-        starting at ``ivs`` (its last index): one list per column. Operands
-        that vary along the row are read as one vector (see
-        :meth:`_SegmentScheduler.row_lanes`); the others once."""
-        inner = len(g.iterators) - 1
-        columns = [[] for _ in range(lanes)]
-        for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-            if operand in registers or not list(arg.uses):
-                value = registers.get(operand)
-                for c in columns:
-                    c.append(value)
-                continue
-            if lanes > 1 and isinstance(operand.type, ir.ShapedType) and _uses_dim(amap, inner):
-                flat = self.linear_index(operand, self.indices(amap, ivs))
-                vec = memref.LoadOp(self.view_argument(operand, lanes), [arith.DivUIOp(flat, _index(lanes)).result]).result
-                for j, c in enumerate(columns):
-                    c.append(vector.ExtractOp(vec, [], [j]).result)
-                continue
-            value = self.load(operand, amap, ivs)
-            for c in columns:
-                c.append(value)
-        return columns
-
-    def row_store(self, g: _Generic, results: Sequence[Sequence[ir.Value]], ivs: Sequence[ir.Value]) -> None:
-        """Store the results of ``len(results)`` consecutive columns from ``ivs``."""
-        lanes = len(results)
-        if lanes == 1:
-            self.store(g, results[0], ivs)
-            return
-        for i, output in enumerate(g.outputs):
-            amap = g.maps[len(g.inputs) + i]
-            flat = self.linear_index(output, self.indices(amap, ivs))
-            element = ir.MemRefType(output.type).element_type
-            packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
-            memref.StoreOp(packed, self.view_argument(output, lanes), [arith.DivUIOp(flat, _index(lanes)).result])
-
     def store(self, g: _Generic, values: Sequence[ir.Value], ivs: Sequence[ir.Value]) -> None:
         for i, (value, output) in enumerate(zip(values, g.outputs)):
             amap = g.maps[len(g.inputs) + i]
@@ -677,7 +640,8 @@ class _RowWalk:
 
     def inputs(self, g: _Generic, slot: _Slot, cache: dict) -> list[list]:
         """The generic's input values for the columns of ``slot``: one list
-        per column (see :meth:`_Kernel.row_inputs`), loads kept in ``cache``."""
+        per column (operands that vary along the row loaded as one vector,
+        the others once), loads kept in ``cache``."""
         k, lanes = self.k, self.lanes
         ivs = self.ivs(slot)
         n = len(g.iterators)
@@ -1103,32 +1067,35 @@ class _SegmentScheduler:
 
     def row_pointwise(self, g: _Generic) -> None:
         """A pointwise generic with rows of at least :data:`ROW_POINTWISE_MIN`
-        elements: blocks take rows (grid-stride), threads strided over the
-        row (16-byte vectors of columns where :meth:`row_lanes` allows), so no
-        thread divides its index by the sizes, and an operand broadcast along
-        the row (a ``[rows, 1]`` column) is one cached value per row."""
+        elements: a warp per row (rows up to :data:`WARP_ROW_LIMIT`) or a
+        block per row, rows in a grid-stride loop, lanes walking the row in
+        unrolled chunks (16-byte vectors of columns where :meth:`row_lanes`
+        allows; see :class:`_RowWalk`), so no thread divides its index by the
+        sizes, and an operand broadcast along the row (a ``[rows, 1]``
+        column) is one value per row."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
+        reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
+        groups = [_RowGroup("block", None)] if reads_outputs else self.row_groups(space[-1], narrow=True)
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
-            k = self.kernel()
-            with ir.InsertionPoint(k.entry), self.location:
-                sizes = k.loop_sizes(g)
-                rows = k.product(sizes[:-1])
-                row_loop = scf.ForOp(k.special("block"), rows, k.special("grid_dim"))
-                with ir.InsertionPoint(row_loop.body):
-                    row_ivs = k.delinearize(row_loop.induction_variable, sizes[:-1])
-                    start, step = _scaled(k.special("thread"), lanes), _scaled(k.special("block_dim"), lanes)
-                    loop = scf.ForOp(start, sizes[-1], step)
-                    with ir.InsertionPoint(loop.body):
-                        ivs = row_ivs + [loop.induction_variable]
-                        if lanes == 1:
-                            k.store(g, k.body(g, ivs, None), ivs)
+            for group in groups:
+                k = self.kernel()
+                with ir.InsertionPoint(k.entry), self.location:
+                    sizes = k.loop_sizes(g)
+                    worker, workers, lane, width = group.ids(k)
+                    row_loop = scf.ForOp(worker, k.product(sizes[:-1]), workers)
+                    with ir.InsertionPoint(row_loop.body):
+                        row_ivs = k.delinearize(row_loop.induction_variable, sizes[:-1])
+                        if reads_outputs:  # one column at a time (row_lanes gives 1), outputs loaded
+                            loop = scf.ForOp(lane, sizes[-1], width)
+                            with ir.InsertionPoint(loop.body):
+                                ivs = row_ivs + [loop.induction_variable]
+                                k.store(g, k.body(g, ivs, None), ivs)
+                                scf.YieldOp([])
                         else:
-                            columns = k.row_inputs(g, ivs, lanes, {})
-                            k.row_store(g, [k.apply(g, c + [None] * len(g.outputs)) for c in columns], ivs)
+                            _RowWalk(k, row_ivs, [sizes[-1]], lane, width, lanes, {}).pointwise(g)
                         scf.YieldOp([])
-                    scf.YieldOp([])
-            k.finish([["min", _product(space[:-1]), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]], when=_both(long_rows, condition))
+                k.finish(group.grid(_product(space[:-1])), when=_both(long_rows, _both(group.when, condition)))
 
     def _accumulate(self, k: _Kernel, g: _Generic, start, stop, step, inits, ivs_at) -> list[ir.Value]:
         """``for i in range(start, stop, step): accs = body(ivs_at(i), accs)``."""

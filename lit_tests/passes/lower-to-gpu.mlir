@@ -4,29 +4,38 @@
 // gpu.module @fuser_kernels and records each segment's launch program
 // (temporaries, grids, blocks, argument bindings) in fuser.launches.
 
-// A pointwise segment over rows of at least 128 elements (k0): blocks take
-// rows, threads stride over the row, the column operand is read at index 0
-// of its size-1 dim, the row operand at index 0 of its own, and the scalar
-// input is a kernel argument. Shorter rows (k1): a grid-stride loop over
-// the collapsed iteration space, indices recovered by division. Without
-// layouts (fuser-opt knows none), no operand counts as dense: no vectors.
+// A pointwise segment over rows of at least 128 elements: a warp per row
+// for rows up to 4096 (k0), a block per row for longer ones (k1); lanes walk
+// the row in chunks of 4 guarded columns. The column operand is read at
+// index 0 of its size-1 dim, once per chunk, the row operand at index 0 of
+// its own, and the scalar input is a kernel argument. Shorter rows (k2): a
+// grid-stride loop over the collapsed iteration space, indices recovered by
+// division. Without layouts (fuser-opt knows none), no operand counts as
+// dense: no vectors.
 // CHECK-LABEL: func.func private @scale_seg0(
-// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22argdim\22, 0, 0], [\22const\22, 8448]]
+// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 8448]]
 // CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22arg\22, 1], [\22arg\22, 2], [\22arg\22, 3]]
-// CHECK-SAME:    \22when\22: [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
-// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
+// CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 4096]]]
+// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22
+// CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 4096]]]
+// CHECK-SAME:    \22kernel\22: \22scale_seg0_k2\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
 // CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
 // CHECK:       gpu.module @fuser_kernels
 // CHECK:         gpu.func @scale_seg0_k0(%[[X:.*]]: memref<?x1xf32, strided<[?, ?], offset: ?>>, %[[Y:.*]]: memref<1x?xf32, strided<[?, ?], offset: ?>>, %[[S:.*]]: f32, %[[OUT:.*]]: memref<?x?xf32, strided<[?, ?], offset: ?>>) kernel
-// CHECK:           %[[BID:.*]] = gpu.block_id  x
-// CHECK:           scf.for %[[R:.*]] = %[[BID]] to %{{.*}} step %{{.*}} {
-// CHECK:             %[[TID:.*]] = gpu.thread_id  x
-// CHECK:             scf.for %[[C:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK:           %[[LANE:.*]] = arith.remui %{{.*}}, %c32
+// CHECK:           scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             scf.for %[[CHUNK:.*]] = %c0 to %{{.*}} step %{{.*}} {
+// CHECK:               %[[C:.*]] = arith.addi %[[CHUNK]], %[[LANE]]
+// CHECK:               %[[IN:.*]] = arith.cmpi ult, %[[C]]
 // CHECK:               memref.load %[[X]][%[[R]], %{{.*}}]
-// CHECK:               memref.load %[[Y]][%{{.*}}, %[[C]]]
+// CHECK:               scf.if %[[IN]] -> (f32) {
+// CHECK-NEXT:            memref.load %[[Y]][%{{.*}}, %[[C]]]
 // CHECK:               arith.mulf %{{.*}}, %[[S]] : f32
-// CHECK:               memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
+// CHECK:               scf.if %[[IN]] {
+// CHECK-NEXT:            memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
 // CHECK:         gpu.func @scale_seg0_k1(
+// CHECK:           gpu.block_id  x
+// CHECK:         gpu.func @scale_seg0_k2(
 // CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:             %[[C:.*]] = arith.remui %[[I]]
 // CHECK:             %[[R:.*]] = arith.divui %[[I]]

@@ -44,6 +44,7 @@ import posixpath
 import shutil
 import stat
 import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -279,7 +280,7 @@ def _read_zip(path: Path) -> dict[str, bytes]:
                 raise ArtifactError(f"entry path check failed: {path} has the entry {info.filename!r} twice")
             try:
                 contents[info.filename] = archive.read(info)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as err:  # zlib: a corrupted deflate stream
                 raise ArtifactError(f"zip check failed: reading {info.filename!r} from {path} failed ({err}); the file is corrupted") from None
     return contents
 

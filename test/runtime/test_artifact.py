@@ -279,6 +279,21 @@ def test_a_truncated_zip_fails_the_zip_check(tmp_path):
     expect_failure(path, r"zip check failed: .* is not a readable .fsn zip file")
 
 
+def test_a_corrupted_deflate_stream_fails_the_zip_check(tmp_path, monkeypatch):
+    """A flipped byte in compressed data can make zlib fail before the CRC
+    check does (seen on the H200 host's Python 3.12)."""
+    import zlib
+
+    fd = softmax_fusion()
+    path = fd.compile(softmax_args()).export(tmp_path / "a.fsn")
+
+    def broken(self, name, pwd=None):
+        raise zlib.error("Error -3 while decompressing data: invalid distance too far back")
+
+    monkeypatch.setattr(zipfile.ZipFile, "read", broken)
+    expect_failure(path, r"zip check failed: reading .* failed \(Error -3 while decompressing data.*\); the file is corrupted")
+
+
 def rezip(source: Path, target: Path, extra: dict[str, bytes]) -> Path:
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
         for info in old.infolist():

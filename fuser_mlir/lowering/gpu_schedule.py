@@ -166,10 +166,6 @@ class _RowGroup:
     when: list | None
     cached: bool = False
 
-    @property
-    def threads(self) -> int:
-        return WARP if self.kind == "warp" else THREADS
-
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
         tid, threads = k.special("thread"), k.special("block_dim")
@@ -590,12 +586,14 @@ class _Kernel:
 @dataclass(frozen=True)
 class _Slot:
     """``lanes`` consecutive columns of a row that one lane handles: the
-    ``index``-th slot of its chunk, from column ``col``; ``inside``: whether
-    they are in the row (the row length is a multiple of ``lanes``)."""
+    ``index``-th slot of its chunk, from column ``col`` (iteration indices
+    ``ivs``); ``inside``: whether they are in the row (the row length is a
+    multiple of ``lanes``)."""
 
     index: int
     col: ir.Value
     inside: ir.Value
+    ivs: list
 
 
 class _RowWalk:
@@ -625,7 +623,9 @@ class _RowWalk:
         slots = []
         for j in range(count):
             col = first if j == 0 else arith.AddIOp(first, arith.MulIOp(stride, _index(j)).result).result
-            slots.append(_Slot(j, col, arith.CmpIOp(arith.CmpIPredicate.ult, col, self.cols).result))
+            inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, self.cols).result
+            columns = [col] if len(self.row_sizes) == 1 else self.k.delinearize(col, self.row_sizes)
+            slots.append(_Slot(j, col, inside, self.row_ivs + columns))
         return slots
 
     def chunk(self) -> tuple[ir.Value, int]:
@@ -633,17 +633,11 @@ class _RowWalk:
         over the row in chunks of :data:`CHUNK_SLOTS` slots per lane."""
         return _scaled(self.width, self.lanes * CHUNK_SLOTS), CHUNK_SLOTS
 
-    def ivs(self, slot: _Slot) -> list[ir.Value]:
-        if len(self.row_sizes) == 1:
-            return self.row_ivs + [slot.col]
-        return self.row_ivs + self.k.delinearize(slot.col, self.row_sizes)
-
     def inputs(self, g: _Generic, slot: _Slot, cache: dict) -> list[list]:
         """The generic's input values for the columns of ``slot``: one list
         per column (operands that vary along the row loaded as one vector,
         the others once), loads kept in ``cache``."""
-        k, lanes = self.k, self.lanes
-        ivs = self.ivs(slot)
+        k, lanes, ivs = self.k, self.lanes, slot.ivs
         n = len(g.iterators)
         row_dims = range(n - len(self.row_sizes), n)
         columns = [[] for _ in range(lanes)]
@@ -698,9 +692,9 @@ class _RowWalk:
         loaded = [self.inputs(g, slot, cache) for slot in slots]  # every load first
         updated = []
         for slot, acc, columns in zip(slots, accs, loaded):
-            partial, ivs = acc, self.ivs(slot)
+            partial = acc
             for column in columns:
-                partial = self.k.apply(g, column + partial, ivs)
+                partial = self.k.apply(g, column + partial, slot.ivs)
             updated.append([arith.SelectOp(slot.inside, new, old).result for new, old in zip(partial, acc)])
         return updated
 
@@ -723,12 +717,10 @@ class _RowWalk:
         alias a later load, so nothing would move a load above it)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]
         for slot, columns in zip(slots, loaded):
-            ivs = self.ivs(slot)
-            self._store(g, slot, [self.k.apply(g, c + [None] * len(g.outputs), ivs) for c in columns], cache, keep)
+            self._store(g, slot, [self.k.apply(g, c + [None] * len(g.outputs), slot.ivs) for c in columns], cache, keep)
 
     def _store(self, g: _Generic, slot: _Slot, results: list[list], cache: dict, keep) -> None:
-        k, lanes = self.k, self.lanes
-        ivs = self.ivs(slot)
+        k, lanes, ivs = self.k, self.lanes, slot.ivs
         stores = []
         for i, output in enumerate(g.outputs):
             amap = g.maps[len(g.inputs) + i]
@@ -982,9 +974,13 @@ class _SegmentScheduler:
         return ["min", _ceildiv(count, THREADS), ["const", MAX_BLOCKS]]
 
     @staticmethod
-    def _grid_stride_loop(k: _Kernel, count: ir.Value) -> scf.ForOp:
+    def _grid_stride(k: _Kernel) -> tuple[ir.Value, ir.Value]:
+        """(this thread's global index, threads in the grid)."""
         start = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
-        step = arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
+        return start, arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
+
+    def _grid_stride_loop(self, k: _Kernel, count: ir.Value) -> scf.ForOp:
+        start, step = self._grid_stride(k)
         return scf.ForOp(start, count, step)
 
     def flat_lanes(self, g: _Generic) -> int | None:
@@ -1016,8 +1012,7 @@ class _SegmentScheduler:
         shaped = [isinstance(v.type, ir.ShapedType) for v in g.inputs]
         with ir.InsertionPoint(k.entry), self.location:
             count = k.product(k.loop_sizes(g))
-            start = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
-            step = arith.MulIOp(k.special("grid_dim"), k.special("block_dim")).result
+            start, step = self._grid_stride(k)
             done = _index(0)
             if lanes > 1:
                 vectors = arith.DivUIOp(count, _index(lanes)).result
@@ -1082,10 +1077,8 @@ class _SegmentScheduler:
                 k = self.kernel()
                 with ir.InsertionPoint(k.entry), self.location:
                     sizes = k.loop_sizes(g)
-                    worker, workers, lane, width = group.ids(k)
-                    row_loop = scf.ForOp(worker, k.product(sizes[:-1]), workers)
+                    row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:-1])
                     with ir.InsertionPoint(row_loop.body):
-                        row_ivs = k.delinearize(row_loop.induction_variable, sizes[:-1])
                         if reads_outputs:  # one column at a time (row_lanes gives 1), outputs loaded
                             loop = scf.ForOp(lane, sizes[-1], width)
                             with ir.InsertionPoint(loop.body):
@@ -1096,6 +1089,17 @@ class _SegmentScheduler:
                             _RowWalk(k, row_ivs, [sizes[-1]], lane, width, lanes, {}).pointwise(g)
                         scf.YieldOp([])
                 k.finish(group.grid(_product(space[:-1])), when=_both(long_rows, _both(group.when, condition)))
+
+    @staticmethod
+    def _row_loop(k: _Kernel, group: _RowGroup, row_sizes: list) -> tuple[scf.ForOp, list, ir.Value, ir.Value]:
+        """The grid-stride loop of a ``group`` (warps or blocks) over the rows (``row_sizes``:
+        the sizes of the row dims): (the loop, the row's indices inside it,
+        this thread's lane, lanes per group)."""
+        worker, workers, lane, width = group.ids(k)
+        loop = scf.ForOp(worker, k.product(row_sizes), workers)
+        with ir.InsertionPoint(loop.body):
+            row_ivs = k.delinearize(loop.induction_variable, row_sizes)
+        return loop, row_ivs, lane, width
 
     def _accumulate(self, k: _Kernel, g: _Generic, start, stop, step, inits, ivs_at) -> list[ir.Value]:
         """``for i in range(start, stop, step): accs = body(ivs_at(i), accs)``."""
@@ -1119,11 +1123,8 @@ class _SegmentScheduler:
                 k = self.kernel()
                 with ir.InsertionPoint(k.entry), self.location:
                     sizes = k.loop_sizes(g)
-                    rows = k.product([sizes[d] for d in ps])
-                    worker, workers, lane, width = group.ids(k)
-                    row_loop = scf.ForOp(worker, rows, workers)
+                    row_loop, row_ivs, lane, width = self._row_loop(k, group, [sizes[d] for d in ps])
                     with ir.InsertionPoint(row_loop.body):
-                        row_ivs = k.delinearize(row_loop.induction_variable, [sizes[d] for d in ps])
                         walk = _RowWalk(k, row_ivs, [sizes[d] for d in rs], lane, width, vector_lanes, {})
                         totals = group.reduce(walk.reduce(g, [k.value(v) for v in inits]), g.combining_ops())
                         branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result)
@@ -1299,10 +1300,8 @@ class _SegmentScheduler:
             k = self.kernel()
             with ir.InsertionPoint(k.entry), self.location:
                 sizes = k.loop_sizes(plan.anchor)
-                worker, workers, lane, width = group.ids(k)
-                row_loop = scf.ForOp(worker, k.product(sizes[:p]), workers)
+                row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
-                    row_ivs = k.delinearize(row_loop.induction_variable, sizes[:p])
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {})
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     slots = walk.slots(k.zero, CACHED_COLUMNS // vector_lanes) if group.cached else None

@@ -237,9 +237,7 @@ class _Launch:
             self.fillers.append(_memref_filler(count, binding))
             count += 3 + 2 * rank
         self.count = count
-        self.slots = (ctypes.c_int64 * max(1, count))()
-        base = ctypes.addressof(self.slots)
-        self.pointers = (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
+        self.slots, self.pointers = parameter_buffer(count)
         self.params = ctypes.addressof(self.pointers)
         self.params_arg = ctypes.c_void_p(self.params)
 
@@ -255,6 +253,14 @@ class _Launch:
         for fill in self.fillers:
             values += fill(args, geometries, temp_geometries, shapes)
         self.slots[: len(values)] = values
+
+
+def parameter_buffer(count: int) -> tuple[ctypes.Array, ctypes.Array]:
+    """``count`` kernel parameters: 8-byte slots, and the ``void*`` array
+    pointing at each (what ``cuLaunchKernel`` takes as ``kernelParams``)."""
+    slots = (ctypes.c_int64 * max(1, count))()
+    base = ctypes.addressof(slots)
+    return slots, (ctypes.c_void_p * max(1, count))(*[base + 8 * i for i in range(count)])
 
 
 def _geometry(array) -> tuple:
@@ -342,9 +348,14 @@ def _raw_launch():
     return _bare_function("cuLaunchKernel")
 
 
+def call_error(call: str, code: int) -> CudaError:
+    """The error of a driver call made through ctypes (``code``: its CUresult)."""
+    return CudaError(f"{call} failed: {error_name(code)}")
+
+
 def launch_error(kernel: str, grid, block, code: int) -> CudaError:
-    """The error of a failed ``cuLaunchKernel`` (``code``: its CUresult)."""
-    return CudaError(f"cuLaunchKernel({kernel}, grid={tuple(grid)}, block={tuple(block)}) failed: {error_name(code)}")
+    """The error of a failed ``cuLaunchKernel``."""
+    return call_error(f"cuLaunchKernel({kernel}, grid={tuple(grid)}, block={tuple(block)})", code)
 
 
 # -- CUDA graphs (see fuser_mlir.runtime.replay) ----------------------------------------
@@ -402,7 +413,7 @@ class GraphApi:
 
     def check(self, code: int, call: str) -> None:
         if code:
-            raise CudaError(f"{call} failed: {error_name(code)}")
+            raise call_error(call, code)
 
     @staticmethod
     def synchronize(device: int) -> None:

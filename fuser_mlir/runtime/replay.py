@@ -246,7 +246,7 @@ def _trace_segment(segment, args: tuple, blocks: list, step_index: int) -> list[
             continue  # an empty tensor: nothing to do
         if segment.raw is None:
             raise NotReplayable("ctypes cannot load the CUDA driver library")
-        slots = (ctypes.c_int64 * max(1, launch.count))()
+        slots, pointers = cuda.parameter_buffer(launch.count)
         pointer_slots, scalar_slots = [], []
         at = 0
         for binding, fill in zip(launch.launch.args, launch.fillers):
@@ -258,8 +258,6 @@ def _trace_segment(segment, args: tuple, blocks: list, step_index: int) -> list[
             else:
                 pointer_slots.append((at, _source(binding, args, temps)))
             at += len(filled)
-        base = ctypes.addressof(slots)
-        pointers = (ctypes.c_void_p * max(1, launch.count))(*[base + 8 * i for i in range(launch.count)])
         traced.append(
             TracedLaunch(
                 launch.launch.kernel, launch.handle, grid, tuple(launch.block), launch.launch.shared_bytes,
@@ -336,12 +334,13 @@ def _pointer_expression(source: tuple) -> str:
 CONTEXT_ERRORS = (201, 400)
 
 
-def _prologue(w: _Writer, trace: Trace, *, device: int, torch_outputs: bool, allocate, current_stream, ensure) -> None:
-    """Context check (torch tensors: none, see plain_replay), stream, new
-    outputs and the pointers the launches read."""
+def _prologue(w: _Writer, trace: Trace, *, device: int, torch_outputs: bool, allocate, current_stream, ensure, check_context: bool = True) -> None:
+    """Context check (unless the caller retries a launch the context made
+    fail, see plain_replay), stream, new outputs and the pointers the
+    launches read."""
     w.lines.append("def replay(args, given, pointers, memory):")
     w.constant("ensure", ensure)
-    if not torch_outputs:
+    if check_context:
         w.line(f"ensure({device})")
     if current_stream is not None:
         w.constant("current_stream", current_stream)
@@ -416,7 +415,10 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
     ``ensure_context``); tests pass their own."""
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
     w = _Writer()
-    _prologue(w, trace, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure)
+    _prologue(
+        w, trace, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure,
+        check_context=not torch_outputs,
+    )
     if trace.arena_bytes:
         w.line(f"arena = allocate(({trace.arena_bytes},), 'uint8')")
         w.line("a0 = arena" + (".data_ptr()" if torch_outputs else ".ptr"))
@@ -550,8 +552,6 @@ class GraphReplay:
             api.check(api.instantiate(ctypes.addressof(handles.exec), handles.graph, 0), "cuGraphInstantiateWithFlags")
         self.bytes = trace.arena_bytes
 
-    def failed(self, call: str, code: int) -> CudaError:
-        return CudaError(f"{call} failed: {cuda.error_name(code)}")
 
 
 def graph_replay(
@@ -587,7 +587,7 @@ def _graph_launch(w: _Writer, trace: Trace, graph: GraphReplay, input_at: dict, 
     changing = [_pointer_expression(s) for s in sources] + [f"args[{i}]" for i in scalars]
     flag = {expression: f"c{k}" for k, expression in enumerate(changing)}
     w.constant("last", [None] * len(changing))  # the values of the last replay (None: set every node)
-    w.constant("graph", graph)
+    w.constant("failed", cuda.call_error)
     w.constant("lock", threading.Lock())
     w.constant("set_params", graph.api.set_kernel_params)
     w.constant("graph_launch", graph.api.launch)
@@ -606,9 +606,9 @@ def _graph_launch(w: _Writer, trace: Trace, graph: GraphReplay, input_at: dict, 
         params = w.constant(f"K{n}", ctypes.c_void_p(ctypes.addressof(graph.params[n])))
         w.line(f"code = set_params({exec_handle}, {node}, {params})", 3)
         w.line("if code:", 3)
-        w.line(f"raise graph.failed('cuGraphExecKernelNodeSetParams_v2({launch.kernel})', code)", 4)
+        w.line(f"raise failed('cuGraphExecKernelNodeSetParams_v2({launch.kernel})', code)", 4)
     if changing:
         w.line(f"last[:] = ({', '.join(changing)},)", 2)
     w.line(f"code = graph_launch({exec_handle}, stream)", 2)
     w.line("if code:", 2)
-    w.line("raise graph.failed('cuGraphLaunch', code)", 3)
+    w.line("raise failed('cuGraphLaunch', code)", 3)

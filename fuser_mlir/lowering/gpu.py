@@ -3,7 +3,9 @@
 :func:`lower_to_gpu` lowers the segments of an outlined fusion:
 
 1. Each segment to linalg on memrefs, as the CPU path does (``fuser-lower-to-cpu``
-   and bufferization, :data:`BUFFERS_PIPELINE`), then
+   and bufferization, :data:`BUFFERS_PIPELINE`; float max/min reductions
+   combine with ``maximumf``, one ``max.NaN`` instruction, instead of the
+   CPU's order keys), then
    ``linalg-generalize-named-ops`` (fills and copies become generics).
 2. The schedulers (:mod:`fuser_mlir.lowering.gpu_schedule`) write one or
    more ``gpu.func`` kernels per segment into one ``gpu.module`` and return a
@@ -55,8 +57,8 @@ KERNEL_MODULE = "fuser_kernels"
 
 #: Segments to linalg on memrefs (the CPU pipeline's front half), generalised.
 BUFFERS_PIPELINE = (
-    "fuser-verify, fuser-lower-to-cpu, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
-    "empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, buffer-deallocation-pipeline, "
+    "fuser-verify, fuser-lower-to-cpu{float-extremum=maximumf}, canonicalize, linalg-fuse-elementwise-ops, "
+    "eliminate-empty-tensors, empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, buffer-deallocation-pipeline, "
     "canonicalize, convert-bufferization-to-memref"
 )
 GENERALIZE_PIPELINE = "linalg-generalize-named-ops"

@@ -270,11 +270,16 @@ def _reshape_single(value: ir.Value, result_type: ir.Type) -> ir.Value:
 # -- reductions ---------------------------------------------------------------
 
 
-def reduction(kind: str, value: ir.Value, result_type: ir.Type, dims: Sequence[int], keepdim: bool, *, loc=None, ip=None) -> ir.Value:
-    """``fuser.sum|prod|max|min`` over ``dims``; ``keepdim`` keeps them as 1."""
+def reduction(
+    kind: str, value: ir.Value, result_type: ir.Type, dims: Sequence[int], keepdim: bool, *, order_keys: bool = True, loc=None, ip=None
+) -> ir.Value:
+    """``fuser.sum|prod|max|min`` over ``dims``; ``keepdim`` keeps them as 1.
+    A float max/min reduces order keys when ``order_keys`` (vectorised on the
+    CPU), else NaN-propagating ``maximumf``/``minimumf`` (one instruction
+    on a GPU); both give NaN where any element is NaN, and -0 < +0."""
     with building(loc, ip):
         element_type = T.element_type(result_type)
-        if kind in ("max", "min") and T.is_float(element_type):
+        if kind in ("max", "min") and T.is_float(element_type) and order_keys:
             return _float_extremum(kind, value, result_type, dims, keepdim)
         identity = S.reduction_identity(kind, element_type)
         init = _filled(result_type, value, dims, keepdim, identity)

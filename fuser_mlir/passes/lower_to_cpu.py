@@ -146,9 +146,10 @@ def _lower_scalar_op(op: ir.Operation, name: str, operands: list[ir.Value]) -> i
     return arith.IndexCastOp(ir.IntegerType.get_signless(64), size).result
 
 
-def lower_op(op: ir.Operation, operands: list[ir.Value]) -> ir.Value:
+def lower_op(op: ir.Operation, operands: list[ir.Value], float_extremum: str = "order-keys") -> ir.Value:
     """The lowered value of one fuser op's result (not for stores and copies),
-    built at the current insertion point and location."""
+    built at the current insertion point and location; ``float_extremum``:
+    how float max/min reductions combine (see :data:`FLOAT_EXTREMA`)."""
     name = O.short_name(op.name)
     result_type = op.results[0].type
     category = O.CATEGORY[name]
@@ -159,7 +160,8 @@ def lower_op(op: ir.Operation, operands: list[ir.Value]) -> ir.Value:
     if category == "copy":
         return operands[0]
     if category == "reduction":
-        return L.reduction(name, operands[0], result_type, _dense(op, "dims"), bool(_int(op, "keepdim")))
+        order_keys = float_extremum == "order-keys"
+        return L.reduction(name, operands[0], result_type, _dense(op, "dims"), bool(_int(op, "keepdim")), order_keys=order_keys)
     if name == "broadcast_in_dim":
         return L.broadcast_in_dim(operands[0], result_type, _dense(op, "broadcast_dims"))
     if name == "permute":
@@ -177,6 +179,7 @@ class _SegmentLowering:
 
     values: dict  # old ir.Value -> new ir.Value
     memrefs: dict  # old block argument -> new memref argument
+    float_extremum: str = "order-keys"
     stored: set = dataclasses.field(default_factory=set)  # lowered values already stored
 
     def operand(self, value: ir.Value) -> ir.Value:
@@ -225,7 +228,7 @@ class _SegmentLowering:
         if isinstance(owner, ir.Block) or not _is_elementwise(owner):
             return self.operand(value)
         with owner.location:
-            memo[value] = lower_op(owner, [self.recompute(v, memo) for v in owner.operands])
+            memo[value] = lower_op(owner, [self.recompute(v, memo) for v in owner.operands], self.float_extremum)
         return memo[value]
 
     def lower(self, op: ir.Operation) -> None:
@@ -242,10 +245,10 @@ class _SegmentLowering:
             # later pointwise op (exp(x - max) in a softmax) would otherwise
             # be written to a full-size intermediate buffer.
             operand = self.recompute(op.operands[0], {})
-            self.values[op.results[0]] = lower_op(op, [operand])
+            self.values[op.results[0]] = lower_op(op, [operand], self.float_extremum)
         else:
             operands = [self.shared_or_recomputed(v) if _is_elementwise(op) else self.operand(v) for v in op.operands]
-            self.values[op.results[0]] = lower_op(op, operands)
+            self.values[op.results[0]] = lower_op(op, operands, self.float_extremum)
 
     def shared_or_recomputed(self, value: ir.Value) -> ir.Value:
         """The operand of an elementwise op: recomputed privately when it is a
@@ -260,6 +263,14 @@ class _SegmentLowering:
             return self.operand(value)
         return self.recompute(value, {})
 
+
+#: The ways a float max/min reduction can combine its elements (option
+#: ``float-extremum``): ``order-keys``, an integer max/min of order keys and an
+#: ``or`` of NaN flags, which LLVM vectorises on the CPU (see
+#: :func:`fuser_mlir.lowering.linalg.reduction`); ``maximumf``, one
+#: NaN-propagating ``arith.maximumf``/``minimumf`` per element, a single
+#: instruction on a GPU (``max.NaN.f32``), where the keys cost six.
+FLOAT_EXTREMA = ("order-keys", "maximumf")
 
 #: Largest elementwise cone recomputed per use instead of shared (ops).
 RECOMPUTE_LIMIT = 2
@@ -287,8 +298,9 @@ def _is_elementwise(op: ir.Operation) -> bool:
     return O.CATEGORY[name] in ("unary", "binary", "ternary", "cast", "copy") or name in ("broadcast_in_dim", "permute")
 
 
-def lower_segment(function: ir.Operation) -> None:
-    """Replace ``function`` by its lowered form (same name, memref arguments)."""
+def lower_segment(function: ir.Operation, float_extremum: str = "order-keys") -> None:
+    """Replace ``function`` by its lowered form (same name, memref arguments);
+    ``float_extremum`` as for :func:`lower_op`."""
     old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
     arg_types = [lowered_argument_type(t) for t in old_type.inputs]
     with function.location, ir.InsertionPoint(function):
@@ -299,7 +311,7 @@ def lower_segment(function: ir.Operation) -> None:
     old_args = list(function.regions[0].blocks[0].arguments)
     values = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if not T.is_tensor(old.type)}
     memrefs = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if T.is_tensor(old.type)}
-    state = _SegmentLowering(values, memrefs)
+    state = _SegmentLowering(values, memrefs, float_extremum=float_extremum)
     with ir.InsertionPoint(entry):
         for op in _body_ops(function):
             with op.location:
@@ -395,11 +407,17 @@ class LowerToCpuPass(FuserPass):
 
     #: SIMD variants for libm calls: "" (none), libmvec-avx512, libmvec-avx2, libmvec-sse.
     vector_library: str = ""
+    #: How float max/min reductions combine (see FLOAT_EXTREMA): order-keys or maximumf.
+    float_extremum: str = "order-keys"
 
     def run(self, module: ir.Operation) -> None:
         if self.vector_library and self.vector_library not in VL.LIBRARIES:
             known = ", ".join(VL.LIBRARIES)
             emit_error(module, f"fuser-lower-to-cpu: unknown vector-library '{self.vector_library}' (known: {known}, or empty for none)")
+            raise PassFailure()
+        if self.float_extremum not in FLOAT_EXTREMA:
+            known = ", ".join(FLOAT_EXTREMA)
+            emit_error(module, f"fuser-lower-to-cpu: unknown float-extremum '{self.float_extremum}' (known: {known})")
             raise PassFailure()
         segments = segment_functions(module)
         failed = False
@@ -419,6 +437,6 @@ class LowerToCpuPass(FuserPass):
         if failed:
             raise PassFailure()
         for function in segments:
-            lower_segment(function)
+            lower_segment(function, self.float_extremum)
         if segments:
             declare_callees(module, self.vector_library)

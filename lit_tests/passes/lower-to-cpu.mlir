@@ -1,6 +1,8 @@
 // RUN: %fuser-opt %s -p fuser-lower-to-cpu --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{vector-library=libmvec-avx2}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=VECLIB
 // RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{vector-library=svml}' --split-input-file | FileCheck %s --check-prefix=BADLIB
+// RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=maximumf}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=MAXF
+// RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=keys}' --split-input-file | FileCheck %s --check-prefix=BADEXT
 
 // fuser-lower-to-cpu rewrites each segment function (fuser.num_inputs, every
 // store into an argument, no calls) into a function over strided memrefs that
@@ -63,6 +65,13 @@ func.func private @reduce_seg0(%x: tensor<?x?xf32>, %out: tensor<?x1xf32>) -> te
 // CHECK:         linalg.generic {{.*}} ins(%[[R]]#0, %[[R]]#1 : tensor<i32>, tensor<i32>) outs(%{{.*}} : tensor<f32>)
 // CHECK:           arith.bitcast %{{.*}} : i32 to f32
 // CHECK:           arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// With float-extremum=maximumf (the GPU's choice): one accumulator, combined
+// with NaN-propagating arith.maximumf, and no conversion back.
+// MAXF-LABEL: func.func @max_seg0(
+// MAXF:         linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}} : tensor<?xf32>) outs(%{{.*}} : tensor<f32>)
+// MAXF:           arith.maximumf
+// MAXF-NOT:     arith.bitcast
+// MAXF:         return
 func.func private @max_seg0(%x: tensor<?xf32>, %out: tensor<f32>) -> tensor<f32> attributes {fuser.num_inputs = 1 : i64} {
   %m = "fuser.max"(%x) {dims = array<i64: 0>, keepdim = false} : (tensor<?xf32>) -> tensor<f32>
   %r = "fuser.store"(%m, %out) : (tensor<f32>, tensor<f32>) -> tensor<f32>
@@ -205,6 +214,8 @@ func.func @host(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attribu
 
 // BADLIB: error: fuser-lower-to-cpu: unknown vector-library 'svml' (known: libmvec-avx512, libmvec-avx2, libmvec-sse, or empty for none)
 // BADLIB: exit status: 1
+// BADEXT: error: fuser-lower-to-cpu: unknown float-extremum 'keys' (known: order-keys, maximumf)
+// BADEXT: exit status: 1
 
 // -----
 

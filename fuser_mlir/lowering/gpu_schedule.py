@@ -139,19 +139,40 @@ ROW_POINTWISE_MIN = 128
 WARP_ROW_LIMIT = 4096
 WARP = 32
 
-#: Columns of a row each lane keeps in registers in the *cached* variants of
-#: a persistent row kernel: a row of up to this many columns per lane (1024
-#: for a warp, 8192 for a block) is read from memory once, however many
-#: generics read it.
+#: Columns of a row each lane keeps in registers in the *cached* warp
+#: variant of a persistent row kernel: a row of up to this many columns per
+#: lane (1024) is read from memory once, however many generics read it.
 CACHED_COLUMNS = 32
+#: (threads, columns per lane) of the cached *block* variants, by row length:
+#: the first whose ``threads * columns`` holds the row runs it (up to 4K, 8K,
+#: 16K, 32K columns). Few columns per lane keep registers, and so blocks
+#: per SM, up; the last doubles them, as threads cannot grow past 1024.
+#: A variant is compiled only where the row's values fit in half of a
+#: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
+#: past that, ptxas spills and the kernel is slower than reading the row per
+#: generic (measured on the H200: bench/results/h200-sweeps.txt).
+BLOCK_CACHED = ((256, 16), (512, 16), (1024, 16), (1024, 32))
+#: Blocks per SM the cached block variants of 512 threads must leave room
+#: for (their registers are capped to fit): a block waiting at a barrier of
+#: its row's reduction leaves the other to keep memory busy. A layer norm of
+#: 8K columns needs 93 registers, one block per SM, without the cap. 256-thread
+#: blocks fit two at any register count; 1024-thread blocks, one.
+BLOCK_MIN_PER_SM = 2
+#: 32-bit registers of an SM (every GPU since Kepler).
+REGISTER_FILE = 65536
 #: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
 #: (the uncached variants): that many independent loads in flight per lane.
 CHUNK_SLOTS = 4
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
-#: Slots of a cached row kernel's last pass whose small operands (weights)
-#: are loaded together before their results are stored.
+#: Slots of the cached warp variant's last pass whose small operands
+#: (weights) are loaded together before their results are stored.
 CACHED_STORE_GROUP = 4
+#: The same for the cached block variants, whose lanes have fewer registers to spare.
+BLOCK_STORE_GROUP = 1
+#: Row kernels divide by a value that is the same along the row (a softmax's
+#: sum) by multiplying with its reciprocal, computed once per row.
+RECIPROCAL_DIVISORS = True
 
 
 @dataclass
@@ -159,12 +180,14 @@ class _RowGroup:
     """Who reduces one row: a ``warp`` (rows spread over the block's warps,
     partial results combined with butterfly shuffles) or a ``block`` (one row
     per block at a time, ``gpu.all_reduce``). ``when``: the launch condition;
-    ``cached``: the whole row fits in the lanes' registers
-    (:data:`CACHED_COLUMNS` per lane), so it is read once."""
+    ``cached``: the whole row fits in the lanes' registers (``columns`` per
+    lane), so it is read once; ``threads``: per block."""
 
     kind: str
     when: list | None
     cached: bool = False
+    threads: int = THREADS
+    columns: int = CACHED_COLUMNS
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -183,7 +206,7 @@ class _RowGroup:
         return _block_all_reduce(values, ops) if self.kind == "block" else _warp_all_reduce(values, ops)
 
     def grid(self, rows: list) -> list:
-        per_block = 1 if self.kind == "block" else THREADS // WARP
+        per_block = 1 if self.kind == "block" else self.threads // WARP
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
 
 
@@ -471,11 +494,16 @@ class _Kernel:
             return self.mapping[host]
         raise CompileError(f"a kernel needs a value that '{owner.name}' computes on the host; the GPU schedulers cannot pass it")
 
-    def finish(self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None) -> None:
+    def finish(self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None, blocks_per_sm: int = 1) -> None:
         with ir.InsertionPoint(self.entry), self.segment.location:
             gpu.ReturnOp([])
         types = [a.type for a in self.entry.arguments]
         self.func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, []))
+        # ptxas then budgets registers for this many threads (a 1024-thread block gets at most 64 each);
+        # not known_block_size, whose constant block size changed the code of 256-thread kernels for the worse
+        self.func.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get(list(block))
+        if blocks_per_sm > 1:  # ptxas then keeps registers low enough for that many blocks on an SM
+            self.func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), blocks_per_sm)
         self.segment.launches.append(KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings, when=when))
 
     # -- indices --------------------------------------------------------------------
@@ -546,11 +574,17 @@ class _Kernel:
                 values.append(self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs) if list(arg.uses) else None)
         return self.apply(g, values, ivs)
 
-    def apply(self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None) -> list[ir.Value]:
+    def apply(
+        self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None, uniform=frozenset()
+    ) -> list[ir.Value]:
         """Clone the generic's body with ``values`` for its block arguments
-        (None for unused ones); returns the yielded values."""
+        (None for unused ones); returns the yielded values. ``uniform``: the
+        values that are the same along the row; a division by one (or by a
+        value computed from them) becomes a multiplication by its reciprocal
+        (see :data:`RECIPROCAL_DIVISORS`)."""
         block = g.body
         local: dict[ir.Value, ir.Value] = {arg: v for arg, v in zip(block.arguments, values) if v is not None}
+        same = {arg for arg, v in local.items() if v in uniform}
         ops = list(block.operations)
         for op in ops[:-1]:
             if op.name == "linalg.index":
@@ -561,6 +595,12 @@ class _Kernel:
             if op.regions:
                 raise CompileError(f"the GPU schedulers cannot clone '{op.name}' (it has regions) into a kernel")
             operands = [local[v] if v in local else self.value(v) for v in op.operands]
+            if uniform and all(v in same or v not in local for v in op.operands):
+                same.update(op.results)
+            if op.name == "arith.divf" and op.operands[1] in same and op.operands[0] not in same and RECIPROCAL_DIVISORS:
+                one = arith.ConstantOp(operands[1].type, 1.0).result
+                local[op.results[0]] = arith.MulFOp(operands[0], arith.DivFOp(one, operands[1]).result).result
+                continue
             clone = op.clone()
             for i, v in enumerate(operands):
                 clone.operands[i] = v
@@ -607,13 +647,15 @@ class _RowWalk:
     chunk (the *cached* variants) read each input from memory once.
     ``registers``: row values kept in registers (per-row temporaries)."""
 
-    def __init__(self, k: "_Kernel", row_ivs: list, row_sizes: list, lane, width, lanes: int, registers: dict):
+    def __init__(self, k: "_Kernel", row_ivs: list, row_sizes: list, lane, width, lanes: int, registers: dict, store_group: int = 1):
         self.k = k
         self.row_ivs = row_ivs
         self.row_sizes = row_sizes  # sizes of the row's (trailing) dims
         self.cols = k.product(row_sizes)
         self.lane, self.width, self.lanes = lane, width, lanes
         self.registers = registers
+        self.store_group = store_group  # slots whose small operands a cached pass loads together
+        self.uniform: set[ir.Value] = set()  # values read once per row (the same for every column)
 
     def slots(self, base: ir.Value, count: int) -> list[_Slot]:
         """The lane's ``count`` slots of the chunk from column ``base``: slot
@@ -644,14 +686,18 @@ class _RowWalk:
         for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
             if operand in self.registers or not list(arg.uses):
                 values = [self.registers.get(operand)] * lanes
+                self.uniform.add(values[0])
             elif not isinstance(operand.type, ir.ShapedType):
                 values = [k.value(operand)] * lanes
+                self.uniform.add(values[0])
             else:
                 varies = any(_uses_dim(amap, d) for d in row_dims)
                 key = (operand, str(amap), slot.index if varies else None)
                 if key not in cache:
                     cache[key] = self._load(operand, amap, ivs, slot) if varies else [k.load(operand, amap, ivs)] * lanes
                 values = cache[key]
+                if not varies:
+                    self.uniform.add(values[0])
             for column, value in zip(columns, values):
                 column.append(value)
         return columns
@@ -694,7 +740,7 @@ class _RowWalk:
         for slot, acc, columns in zip(slots, accs, loaded):
             partial = acc
             for column in columns:
-                partial = self.k.apply(g, column + partial, slot.ivs)
+                partial = self.k.apply(g, column + partial, slot.ivs, self.uniform)
             updated.append([arith.SelectOp(slot.inside, new, old).result for new, old in zip(partial, acc)])
         return updated
 
@@ -703,8 +749,8 @@ class _RowWalk:
         whole row; outputs in ``keep`` stay in ``cache`` instead of memory),
         or in a loop of chunks."""
         if slots is not None:  # what is left to load (small operands like weights): a few slots at a time
-            for at in range(0, len(slots), CACHED_STORE_GROUP):
-                self._pointwise_slots(g, slots[at : at + CACHED_STORE_GROUP], cache, keep)
+            for at in range(0, len(slots), self.store_group):
+                self._pointwise_slots(g, slots[at : at + self.store_group], cache, keep)
             return
         step, count = self.chunk()
         loop = scf.ForOp(self.k.zero, self.cols, step)
@@ -717,7 +763,8 @@ class _RowWalk:
         alias a later load, so nothing would move a load above it)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]
         for slot, columns in zip(slots, loaded):
-            self._store(g, slot, [self.k.apply(g, c + [None] * len(g.outputs), slot.ivs) for c in columns], cache, keep)
+            results = [self.k.apply(g, c + [None] * len(g.outputs), slot.ivs, self.uniform) for c in columns]
+            self._store(g, slot, results, cache, keep)
 
     def _store(self, g: _Generic, slot: _Slot, results: list[list], cache: dict, keep) -> None:
         k, lanes, ivs = self.k, self.lanes, slot.ivs
@@ -1175,13 +1222,14 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def row_groups(cols_f: list, narrow: bool, cached: bool = False) -> list[_RowGroup]:
+    def row_groups(cols_f: list, narrow: bool, cached: bool = False, registers=lambda columns: 0) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
         With ``cached``, rows that fit in the lanes' registers get cached
-        variants (a warp up to ``32 * CACHED_COLUMNS`` columns, then a block up
-        to ``THREADS * CACHED_COLUMNS``); longer rows are read per generic."""
+        variants (a warp up to ``32 * CACHED_COLUMNS`` columns, then blocks
+        as :data:`BLOCK_CACHED` says, those whose ``registers(columns)`` per
+        lane fit); longer rows are read per generic."""
         if not cached:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -1189,13 +1237,18 @@ class _SegmentScheduler:
                 _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
-        warp_limit, block_limit = ["const", WARP * CACHED_COLUMNS], ["const", THREADS * CACHED_COLUMNS]
-        fits = ["le", cols_f, block_limit]
-        groups = [_RowGroup("block", ["gt", cols_f, block_limit])]
+        groups, below = [], 0  # rows longer than `below` columns are not taken yet
         if narrow:
-            groups.insert(0, _RowGroup("warp", ["le", cols_f, warp_limit], cached=True))
-            fits = ["mul", ["gt", cols_f, warp_limit], fits]
-        groups.insert(-1, _RowGroup("block", fits, cached=True))
+            below = WARP * CACHED_COLUMNS
+            groups.append(_RowGroup("warp", ["le", cols_f, ["const", below]], cached=True))
+        for threads, columns in BLOCK_CACHED:
+            if threads * columns <= below or registers(columns) > REGISTER_FILE // threads // 2:
+                continue
+            fits = ["le", cols_f, ["const", threads * columns]]
+            when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
+            groups.append(_RowGroup("block", when, cached=True, threads=threads, columns=columns))
+            below = threads * columns
+        groups.append(_RowGroup("block", ["gt", cols_f, ["const", below]]))
         return groups
 
     def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
@@ -1294,7 +1347,7 @@ class _SegmentScheduler:
         variants = [
             (group, vector_lanes, _both(group.when, condition))
             for vector_lanes, condition in self.vector_variants(lanes, cols_f)
-            for group in self.row_groups(cols_f, _narrow(reductions), cached=vector_lanes > 1)
+            for group in self.row_groups(cols_f, _narrow(reductions), vector_lanes > 1, self.row_registers(plan, keep, vector_lanes))
         ]
         for group, vector_lanes, when in variants:
             k = self.kernel()
@@ -1302,14 +1355,33 @@ class _SegmentScheduler:
                 sizes = k.loop_sizes(plan.anchor)
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
-                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {})
+                    store_group = CACHED_STORE_GROUP if group.kind == "warp" else BLOCK_STORE_GROUP
+                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, store_group)
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
-                    slots = walk.slots(k.zero, CACHED_COLUMNS // vector_lanes) if group.cached else None
+                    slots = walk.slots(k.zero, group.columns // vector_lanes) if group.cached else None
                     cache: dict = {}
                     for g, role in plan.steps:
                         self._row_step(walk, g, role, plan, first, group, slots, cache, keep if group.cached else frozenset())
                     scf.YieldOp([])
-            k.finish(group.grid(_product(plan.row_formulas)), when=when)
+            per_sm = BLOCK_MIN_PER_SM if group.kind == "block" and group.cached and group.threads == 512 else 1
+            k.finish(group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when, blocks_per_sm=per_sm)
+
+    def row_registers(self, plan: "_RowPlan", keep: set, lanes: int):
+        """Registers per lane a cached variant keeps for row values, as a
+        function of its columns per lane: every operand read at each (row,
+        column) and every kept temporary, for all of them; an operand read
+        per column only (a weight), for :data:`BLOCK_STORE_GROUP` slots."""
+        p = plan.rank_p
+        full, weights = set(keep), set()
+        for g, role in plan.steps:
+            if role not in ("full", "reduce"):
+                continue
+            row_dims = range(p, len(g.iterators))
+            for operand, amap in zip(g.inputs, g.maps):
+                if operand in keep or not isinstance(operand.type, ir.ShapedType) or not any(_uses_dim(amap, d) for d in row_dims):
+                    continue
+                (full if all(_uses_dim(amap, d) for d in range(p)) else weights).add((operand, str(amap)))
+        return lambda columns: len(full) * columns + len(weights) * min(columns, BLOCK_STORE_GROUP * lanes)
 
     def kept_temps(self, plan: "_RowPlan") -> set:
         """Full-size temporaries a cached variant keeps in registers: written

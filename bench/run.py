@@ -7,7 +7,9 @@ Cases (each written once with fd.ops primitives and once in PyTorch, the same
 arithmetic: bfloat16 inputs are computed in float32 and the results rounded
 back, as fusions do): a pointwise chain ``(exp(x + y) * y - x) * 0.5``, a
 broadcast add of a column and a row vector, an inner and an outer sum, a row
-softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024 elements.
+softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024 elements,
+and the normalizations (softmax, layer norm, RMS norm) also rows of each
+length in --hidden (default 1024, 8192 and 32768 elements).
 A case's size is the bytes of its largest tensor, from 1 MB to --max-bytes
 (default 1 GB) in steps of 4x, in float32 and bfloat16.
 
@@ -64,7 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-HIDDEN = 1024  # the row length of 2-D cases
+HIDDEN = 1024  # the row length of 2-D cases (the normalizations also take --hidden)
+NORM_HIDDEN = "1024,8192,32768"  # --hidden's default
 MB = 1 << 20
 TOLERANCE = {"float32": 2e-4, "bfloat16": 2e-2}
 L2_FLUSH_BYTES = 256 * MB
@@ -180,21 +183,22 @@ class Case:
     name: str
     build: Callable  # (fd, DataType, low_precision) -> None, inside `with FusionDefinition()`
     torch_fn: Callable  # (*inputs) -> output tensor
-    shapes: Callable[[int], list[tuple[int, ...]]]  # largest tensor's element count -> input shapes
+    shapes: Callable[[int, int], list[tuple[int, ...]]]  # (largest tensor's element count, row length) -> input shapes
+    normalization: bool = False  # rows of each --hidden length
 
 
-def row_count(n: int) -> int:
-    return max(n // HIDDEN, 1)
+def row_count(n: int, hidden: int) -> int:
+    return max(n // hidden, 1)
 
 
 CASES = [
-    Case("pointwise", build_pointwise, torch_pointwise, lambda n: [(n,), (n,)]),
-    Case("broadcast_add", build_broadcast_add, torch_broadcast_add, lambda n: [(row_count(n), 1), (1, HIDDEN)]),
-    Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n: [(row_count(n), HIDDEN)]),
-    Case("outer_sum", build_outer_sum, torch_outer_sum, lambda n: [(row_count(n), HIDDEN)]),
-    Case("softmax", build_softmax, torch_softmax, lambda n: [(row_count(n), HIDDEN)]),
-    Case("layer_norm", build_layer_norm, torch_layer_norm, lambda n: [(row_count(n), HIDDEN), (HIDDEN,), (HIDDEN,)]),
-    Case("rms_norm", build_rms_norm, torch_rms_norm, lambda n: [(row_count(n), HIDDEN), (HIDDEN,)]),
+    Case("pointwise", build_pointwise, torch_pointwise, lambda n, h: [(n,), (n,)]),
+    Case("broadcast_add", build_broadcast_add, torch_broadcast_add, lambda n, h: [(row_count(n, h), 1), (1, h)]),
+    Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n, h: [(row_count(n, h), h)]),
+    Case("outer_sum", build_outer_sum, torch_outer_sum, lambda n, h: [(row_count(n, h), h)]),
+    Case("softmax", build_softmax, torch_softmax, lambda n, h: [(row_count(n, h), h)], True),
+    Case("layer_norm", build_layer_norm, torch_layer_norm, lambda n, h: [(row_count(n, h), h), (h,), (h,)], True),
+    Case("rms_norm", build_rms_norm, torch_rms_norm, lambda n, h: [(row_count(n, h), h), (h,)], True),
 ]
 
 
@@ -264,20 +268,20 @@ def median_ms(fn, repeat: int, warmup: int, flush) -> float:
     return statistics.median(times)
 
 
-def random_inputs(case: Case, dtype, nbytes: int, seed: int):
+def random_inputs(case: Case, dtype, nbytes: int, seed: int, hidden: int = HIDDEN):
     import torch
 
     generator = torch.Generator(device="cuda").manual_seed(seed)
     n = nbytes // torch.empty((), dtype=dtype).element_size()
-    return [torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype) for shape in case.shapes(n)]
+    return [torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype) for shape in case.shapes(n, hidden)]
 
 
-def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush) -> dict:
+def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush, hidden: int = HIDDEN) -> dict:
     import torch
 
     dtype = getattr(torch, dtype_name)
-    inputs = random_inputs(case, dtype, nbytes, seed=nbytes + len(case.name))
-    row = {"case": case.name, "dtype": dtype_name, "size_bytes": nbytes, "shapes": [list(t.shape) for t in inputs]}
+    inputs = random_inputs(case, dtype, nbytes, seed=nbytes + len(case.name), hidden=hidden)
+    row = {"case": case.name, "dtype": dtype_name, "size_bytes": nbytes, "hidden": hidden, "shapes": [list(t.shape) for t in inputs]}
     row["max_abs_error"] = check_correct(fd, case, inputs, dtype_name)
 
     outs = [torch.empty_like(case.torch_fn(*inputs))]
@@ -376,14 +380,21 @@ def default_json_path(gpu: str, results: Path = Path(__file__).parent / "results
     return results / f"{re.sub(r'[^A-Za-z0-9.-]+', '_', gpu).strip('_') or 'gpu'}.json"
 
 
+def case_label(row: dict) -> str:
+    """A row's case, with its row length where that is not the default
+    (``softmax, rows of 32768``)."""
+    hidden = row.get("hidden", HIDDEN)
+    return row["case"] if hidden == HIDDEN else f"{row['case']}, rows of {hidden}"
+
+
 def print_table(rows: list[dict]) -> None:
-    header = f"{'case':<14} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'host us':>8} {'max err':>9}"
+    header = f"{'case':<28} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'host us':>8} {'max err':>9}"
     print(header)
     print("-" * len(header))
     for r in rows:
         g = r["GBps"]
         print(
-            f"{r['case']:<14} {r['dtype']:<9} {format_size(r['size_bytes']):>7} {r['ms']['ours'] * 1e3:9.1f} {g['ours']:10.0f} {g['copy']:10.0f} "
+            f"{case_label(r):<28} {r['dtype']:<9} {format_size(r['size_bytes']):>7} {r['ms']['ours'] * 1e3:9.1f} {g['ours']:10.0f} {g['copy']:10.0f} "
             f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f} "
             f"{_host(r):>8} {r['max_abs_error']:9.2g}"
         )
@@ -395,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes 1 MB, 16 MB, 256 MB (up to --max-bytes) and 10 timed calls")
     parser.add_argument("--cases", default=",".join(c.name for c in CASES), help="comma-separated subset of: %(default)s")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated subset of: %(default)s")
+    parser.add_argument("--hidden", default=NORM_HIDDEN, help="row lengths of softmax, layer_norm and rms_norm, comma-separated (default %(default)s)")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 50, 10 with --quick)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
@@ -409,6 +421,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.cases.split(",") if n not in by_name] + [d for d in args.dtypes.split(",") if d not in TOLERANCE]
     if unknown:
         parser.error(f"unknown case or dtype: {', '.join(unknown)}")
+    try:
+        hiddens = [int(h) for h in args.hidden.split(",")]
+    except ValueError:
+        hiddens = []
+    if not hiddens or min(hiddens) < 1:
+        parser.error(f"--hidden takes positive row lengths separated by commas, like 1024,32768; got {args.hidden!r}")
 
     import torch
 
@@ -422,11 +440,11 @@ def main(argv: list[str] | None = None) -> int:
         case = by_name[name]
         for dtype_name in args.dtypes.split(","):
             fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
-            for nbytes in sizes(args.max_bytes, args.quick):
-                label = f"{name} {dtype_name} {format_size(nbytes)}"
+            for hidden, nbytes in [(h, b) for h in (hiddens if case.normalization else [HIDDEN]) for b in sizes(args.max_bytes, args.quick)]:
+                label = f"{case_label({'case': name, 'hidden': hidden})} {dtype_name} {format_size(nbytes)}"
                 started = time.perf_counter()
                 try:
-                    rows.append(measure(case, fd, dtype_name, nbytes, args, flush))
+                    rows.append(measure(case, fd, dtype_name, nbytes, args, flush, hidden))
                 except Mismatch as err:
                     failures.append(f"{label}: {err}")
                     print(f"MISMATCH {label}: {err}", file=sys.stderr, flush=True)
@@ -454,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         "host_batches": args.host_batches,
         "l2_flush": flush is not None,
         "hidden": HIDDEN,
+        "norm_hidden": hiddens,
         "tolerance": TOLERANCE,
     }
     out.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")

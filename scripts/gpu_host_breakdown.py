@@ -3,12 +3,14 @@ the torch and driver calls under it: python3 scripts/gpu_host_breakdown.py
 
 The case is bench/run.py's pointwise float32 fusion on 64K elements, two
 inputs and the output given (the kernels cost next to nothing). Each row is
-the wall time per call of 20000 back-to-back calls (the device works behind).
+the CPU time (this thread) and the wall time per call, the median of 200
+batches of 100 back-to-back calls with the device synchronised before each
+batch (as bench/run.py's host_us), so that the launch queue never fills and
+the host never waits for the device.
 """
 import cProfile
 import pstats
 import sys
-import time
 
 import torch
 
@@ -17,16 +19,11 @@ import run as bench  # noqa: E402
 from fuser_mlir.runtime import cuda  # noqa: E402
 
 
-def per_call(label, fn, n=20000):
+def per_call(label, fn):
     for _ in range(200):
         fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    elapsed = (time.perf_counter() - start) / n * 1e6
-    torch.cuda.synchronize()
-    print(f"{label:<48} {elapsed:8.2f} us", flush=True)
+    host = bench.host_us_per_call(fn, 100, 200, sync=torch.cuda.synchronize)
+    print(f"{label:<48} {host['cpu_us']:8.2f} us CPU {host['wall_us']:8.2f} us wall", flush=True)
 
 
 case = {c.name: c for c in bench.CASES}["pointwise"]

@@ -93,14 +93,31 @@ def test_table_shows_host_us_and_a_dash_for_rows_without_it(run, capsys):
     assert lines[3].split()[-2] == "-"
 
 
+def test_normalizations_take_each_hidden_row_length_and_tables_and_plots_tell_them_apart(run, capsys):
+    softmax = {c.name: c for c in run.CASES}["softmax"]
+    assert softmax.normalization and softmax.shapes(1 << 20, 32768) == [(32, 32768)]
+    assert [c.name for c in run.CASES if c.normalization] == ["softmax", "layer_norm", "rms_norm"]
+    long_rows = {**row(case="softmax"), "hidden": 32768}
+    assert run.case_label(long_rows) == "softmax, rows of 32768"
+    assert run.case_label({**row(case="softmax"), "hidden": 1024}) == run.case_label(row(case="softmax")) == "softmax"
+    run.print_table([row(case="softmax"), long_rows])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("softmax ") and lines[3].startswith("softmax, rows of 32768 ")
+    with pytest.raises(SystemExit):
+        run.main(["--hidden", "1024,x"])
+    assert "--hidden takes positive row lengths" in capsys.readouterr().err
+
+
 def test_plot_writes_a_png_with_and_without_host_numbers(tmp_path):
     pytest.importorskip("matplotlib")
     plot = load("plot")
     rows = [row(size=s, scale=k, host=7.0 + k) for k, s in enumerate([1 << 20, 16 << 20, 256 << 20], 1)]
     rows += [row(dtype="bfloat16", size=1 << 20), row(case="softmax", size=1 << 20, host=9.0)]
+    rows.append({**row(case="softmax", size=1 << 20, host=11.0), "hidden": 32768})
     rows.append({**row(case="outer_sum"), "GBps": {"ours": 1.0, "copy": 2.0}})  # series a row lacks are skipped
     data = plot.series(rows)
-    assert list(data) == ["pointwise", "softmax", "outer_sum"]
+    assert list(data) == ["pointwise", "softmax", "softmax, rows of 32768", "outer_sum"]
+    assert plot.host_range(rows, "softmax") == "host 9.0 us/call"
     assert data["pointwise"]["float32"]["ours"] == [(1 << 20, 100.0), (16 << 20, 200.0), (256 << 20, 300.0)]
     assert set(data["outer_sum"]["float32"]) == {"ours", "copy"}
     assert plot.host_range(rows, "pointwise") == "host 8.0-10.0 us/call"

@@ -210,3 +210,34 @@ def test_layouts_say_which_tensors_kernels_may_read_at_a_flat_index():
     assert layout_of(tensor_signature(base[:1]))[0] is True  # a size-1 dim has no stride to honour
     assert layout_of(tensor_signature(np.zeros((3, 1, 5), np.float32)[:, :, :]))[0] is True
     assert layout_of(tensor_signature(base.reshape(-1)[1:]))[1] == 4  # 4-byte aligned, not 16
+
+
+def test_division_by_a_value_per_row_of_any_magnitude(device):
+    """GPU row kernels divide by a value that is the same along the row by
+    multiplying with its reciprocal (gpu_schedule._divided): divisors near
+    both ends of the float32 range, zeros, infinities and NaN must still give
+    what an IEEE division gives, within 1.5 ulp. Two kernels: a row broadcast
+    (x / d) and a persistent row (x / max|x| of the row)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        d = fd.define_tensor(shape=[-1, 1], dtype=DataType.Float)
+        fd.add_output(x / d)
+    with FusionDefinition() as scaled:
+        x_ = scaled.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        scaled.add_output(x_ / scaled.ops.max(scaled.ops.abs(x_), dims=[1], keepdim=True))
+    divisors = np.array([1.0, 3e-39, 2.0**-127, 1e-30, 3e38, 2.0**126 * 1.5, 0.0, -0.0, np.inf, np.nan, -7.0], np.float32)
+    x = rand(len(divisors), 256)
+    magnitudes = np.array([1.0, 1e-39, 2.0**-140, 1e-30, 1e38, 2.0**126, 0.0, 1.0, 1.0, 1.0, 3e-39], np.float32)
+    rows = (x * magnitudes[:, None]).astype(np.float32)  # subnormal, huge and all-zero rows
+    rows[6] = 0.0
+    before = [rows.copy(), divisors.copy()]
+    wide = rows.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        by_column = (wide / divisors[:, None].astype(np.float64)).astype(np.float32)
+        by_max = (wide / np.abs(wide).max(axis=1, keepdims=True)).astype(np.float32)
+    for fusion, inputs, expected in [(fd, [rows, divisors[:, None]], by_column), (scaled, [rows], by_max)]:
+        out = to_device(np.full(rows.shape, np.nan, np.float32), device)
+        (got,) = fusion.execute([to_device(a, device) for a in inputs], outputs=[out])
+        np.testing.assert_allclose(to_host(got), expected, rtol=2.0**-22, atol=2.0**-148, equal_nan=True)
+    np.testing.assert_array_equal(rows, before[0])
+    np.testing.assert_array_equal(divisors, before[1])

@@ -196,10 +196,13 @@ def test_temporaries_and_launch_variants_replay_like_the_general_path():
         m = fd.ops.max(x, dims=[1], keepdim=True)
         e = fd.ops.exp(x - m)
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    chosen = []
     for cols in (100, 5000):
         _, trace, _ = check_against_general(fd, [device_array(0x1000_0000, (64, cols))])
         (launch,) = trace.launches
-        assert launch.kernel.endswith("_k0" if cols <= 4096 else "_k1")
+        chosen.append((launch.kernel, launch.block))
+    assert chosen[0] == ("softmax_seg0_k0", (256, 1, 1))  # a warp per row
+    assert chosen[1][0] != chosen[0][0] and chosen[1][1] == (512, 1, 1)  # a 512-thread block per row
 
 
 def test_scalar_inputs_are_written_per_call():

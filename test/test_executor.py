@@ -241,3 +241,23 @@ def test_division_by_a_value_per_row_of_any_magnitude(device):
         np.testing.assert_allclose(to_host(got), expected, rtol=2.0**-22, atol=2.0**-148, equal_nan=True)
     np.testing.assert_array_equal(rows, before[0])
     np.testing.assert_array_equal(divisors, before[1])
+
+
+def test_outer_reductions_whose_last_splits_start_past_the_rows(device):
+    """The GPU's outer reduction gives each of S splits ceil(rows / S) rows
+    (gpu_schedule.outer_reduction): with 4300 rows of 2048 columns, 132 splits
+    of 33 rows, so the last one starts past row 4300 and must read nothing
+    (each split also reads 4 rows per iteration, then the rest one by one).
+    A max and a sum, against float64."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+        fd.add_output(fd.ops.max(x, dims=[0]))
+    for rows in (4300, 37, 3):
+        x = rand(rows, 2048)
+        before = x.copy()
+        outs = [to_device(np.full(2048, np.nan, np.float32), device) for _ in range(2)]
+        total, largest = fd.execute([to_device(x, device)], outputs=outs)
+        np.testing.assert_allclose(to_host(total), x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(to_host(largest), x.max(axis=0))
+        np.testing.assert_array_equal(x, before)

@@ -1301,7 +1301,7 @@ class _SegmentScheduler:
             inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result)
             with ir.InsertionPoint(inside.then_block):
                 chunk = arith.CeilDivUIOp(rows, count).result
-                start = arith.MulIOp(split, chunk).result
+                start = arith.MinUIOp(rows, arith.MulIOp(split, chunk).result).result  # the last splits may start past the rows
                 stop = arith.MinUIOp(rows, arith.AddIOp(start, chunk).result).result
                 col_ivs = k.delinearize(col, [sizes[d] for d in ps])
                 accs = self._unrolled_rows(k, g, start, stop, [k.value(v) for v in inits], lambda row: k.delinearize(row, [sizes[d] for d in rs]) + col_ivs)

@@ -146,15 +146,16 @@ WARP = 32
 #: variant of a persistent row kernel: a row of up to this many columns per
 #: lane (1024) is read from memory once, however many generics read it.
 CACHED_COLUMNS = 32
-#: (threads, columns per lane) of the cached *block* variants, by row length:
-#: the first whose ``threads * columns`` holds the row runs it (up to 4K, 8K,
-#: 16K, 32K columns). Few columns per lane keep registers, and so blocks
-#: per SM, up; the last doubles them, as threads cannot grow past 1024.
+#: (threads, 16-byte slots per lane) of the cached *block* variants, by row
+#: length: the first whose ``threads * slots * lanes`` columns hold the row
+#: runs it (float32, 4 columns a slot: up to 4K, 8K, 16K, 32K columns;
+#: bfloat16 twice that). Few slots per lane keep registers, and so blocks per
+#: SM, up; the last doubles them, as threads cannot grow past 1024.
 #: A variant is compiled only where the row's values fit in half of a
 #: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
 #: past that, ptxas spills and the kernel is slower than reading the row per
 #: generic (measured on the H200: bench/results/h200-sweeps.txt).
-BLOCK_CACHED = ((256, 16), (512, 16), (1024, 16), (1024, 32))
+BLOCK_CACHED = ((256, 4), (512, 4), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
 #: its row's reduction leaves the other to keep memory busy. A layer norm of
@@ -1251,15 +1252,16 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def row_groups(cols_f: list, narrow: bool, cached: bool = False, registers=lambda columns: 0) -> list[_RowGroup]:
+    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: 0) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
-        With ``cached``, rows that fit in the lanes' registers get cached
-        variants (a warp up to ``32 * CACHED_COLUMNS`` columns, then blocks
-        as :data:`BLOCK_CACHED` says, those whose ``registers(columns)`` per
-        lane fit); longer rows are read per generic."""
-        if not cached:
+        With ``lanes`` (columns per vector access, from 2), rows that fit in
+        the lanes' registers get cached variants (a warp up to ``32 *
+        CACHED_COLUMNS`` columns, then blocks as :data:`BLOCK_CACHED` says,
+        those whose ``registers(columns)`` per lane fit); longer rows are
+        read per generic."""
+        if lanes < 2:
             if not narrow:
                 return [_RowGroup("block", None)]
             return [
@@ -1270,7 +1272,8 @@ class _SegmentScheduler:
         if narrow:
             below = WARP * CACHED_COLUMNS
             groups.append(_RowGroup("warp", ["le", cols_f, ["const", below]], cached=True))
-        for threads, columns in BLOCK_CACHED:
+        for threads, slots in BLOCK_CACHED:
+            columns = slots * lanes
             if threads * columns <= below or registers(columns) > REGISTER_FILE // threads // 2:
                 continue
             fits = ["le", cols_f, ["const", threads * columns]]
@@ -1398,7 +1401,7 @@ class _SegmentScheduler:
         variants = [
             (group, vector_lanes, _both(group.when, condition))
             for vector_lanes, condition in self.vector_variants(lanes, cols_f)
-            for group in self.row_groups(cols_f, _narrow(reductions), vector_lanes > 1, self.row_registers(plan, keep, vector_lanes))
+            for group in self.row_groups(cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes))
         ]
         for group, vector_lanes, when in variants:
             k = self.kernel()

@@ -31,12 +31,16 @@ persistent rows (a whole segment)
     result is combined over the group and stays in a register for the rest
     of the row, as does every value computed per row (their temporaries are
     not even allocated). Rows of up to :data:`CACHED_COLUMNS` columns per
-    lane (1024 for a warp, 8192 for a block, with 16-byte vector access)
-    are *cached*: each lane loads its columns once, into registers, and
-    every generic reads them there; full-size temporaries stay in registers
-    too. Longer rows are read again by each generic (from L2 at best), and
+    lane of a warp (1024), or of blocks of 256 to 1024 threads holding a
+    few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
+    the row's values fit in registers), with 16-byte vector access, are
+    *cached*: each lane loads its columns once, into registers, and every
+    generic reads them there; full-size temporaries stay in registers too.
+    Longer rows are read again by each generic (from L2 at best), and
     full-size buffers are written and read back by the same lane, so no
-    barrier is needed between the generics.
+    barrier is needed between the generics. A float32 division by a value
+    of the row (a softmax's sum) is a multiplication by its reciprocal
+    (:func:`_divided`).
 flat pointwise (R empty, every operand dense and read at the same index)
     one 16-byte vector per thread (where the alignments allow) in a grid
     that covers the tensor, and a scalar tail.
@@ -58,8 +62,9 @@ tree at the end), so several loads per lane are in flight (see
 :class:`_RowWalk`).
 outer reduction (R dims before the P dims, a full reduction included)
     a column scheme in two kernels: threads own consecutive output columns
-    (coalesced reads), the R space is split into ``S`` chunks along
-    ``blockIdx.y`` so that tall inputs still fill the GPU, each writing a
+    (coalesced reads, :data:`OUTER_UNROLL` rows per iteration), the R space
+    is split into ``S`` chunks along ``blockIdx.y`` so that tall inputs
+    still fill the GPU, each writing a
     partial result to a ``[S, columns]`` temporary; a second kernel combines
     the ``S`` partials of each column.
 serial (any other reduction)

@@ -196,3 +196,47 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
     assert vector_loads(long) == 3 * 4 + 4
     for launch in [*cached, long]:
         assert kernel_text(text, launch.kernel).count("scf.if") >= min(vector_loads(launch), 8)  # loads and stores guarded by the row length
+
+
+def layer_norm_f32():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+        var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
+        fd.add_output(centered * fd.ops.rsqrt(var + 1e-5) * w + b)
+    return fd
+
+
+def softmax_f32():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    return fd
+
+
+def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit():
+    """A softmax keeps one value per column, so 1024 threads take rows of up
+    to 32768 float32 columns in registers (32 a lane); a layer norm also
+    reads a weight and a bias per column, so its rows stop at 16 columns a
+    lane (16384) and longer ones are read per pass by 256 threads. The
+    512-thread blocks ask ptxas for room for two blocks per SM; blocks other
+    than 256 threads are declared to ptxas."""
+    for build, inputs, longest in [(softmax_f32, 1, 1024), (layer_norm_f32, 3, 256)]:
+        context, module = outlined(build())
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        text = str(scheduled.module)
+        blocks = []
+        for cols in (1024, 4096, 8192, 16384, 32768):
+            shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
+            (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+            blocks.append(launch.block[0])
+            kernel = kernel_text(text, launch.kernel)
+            declared = re.search(r"nvvm.maxntid = array<i32: (\d+), 1, 1>", kernel)
+            assert (declared is None) == (launch.block[0] == 256) and (declared is None or int(declared[1]) == launch.block[0])
+            assert ("nvvm.minctasm = 2" in kernel) == (launch.block[0] == 512)
+        assert blocks == [256, 256, 512, 1024, longest]

@@ -411,10 +411,11 @@ class LoadedFusion(Inspectable):
     def stats(self):
         return self.executor.stats
 
-    def run(self, inputs: Sequence[object], outputs=None) -> list:
+    def run(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
         """Run on ``inputs``; ``outputs`` is None or one buffer-or-None per
-        visible output, exactly as FusionExecutorCache.run."""
-        return self.executor.run(inputs, outputs)
+        visible output, and ``cuda_graph=True`` replays cache hits as one CUDA
+        graph, exactly as FusionExecutorCache.run."""
+        return self.executor.run(inputs, outputs, cuda_graph=cuda_graph)
 
     def execute(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None,
                 torch_outputs: bool = False, **options) -> list:

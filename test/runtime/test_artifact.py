@@ -16,7 +16,7 @@ import pytest
 
 import fuser_mlir
 from fuser_mlir import DataType, FusionDefinition
-from fuser_mlir.errors import ArtifactError, InputError
+from fuser_mlir.errors import ArtifactError, DeviceError, InputError
 from fuser_mlir.runtime.artifact import MANIFEST, LoadedFusion, read_artifact
 from devices import subprocess_env
 from reference import evaluate
@@ -128,6 +128,16 @@ def test_a_loaded_artifact_validates_exactly_like_a_fresh_fusion(exported):
         with pytest.raises(InputError) as from_artifact:
             loaded.run(inputs, outputs=outputs)
         assert str(from_artifact.value) == str(fresh.value)
+
+
+def test_cuda_graph_reaches_the_executor_as_for_a_fresh_fusion(exported):
+    fd, path = exported
+    loaded = fuser_mlir.load(path)
+    with pytest.raises(DeviceError) as fresh:
+        fd.execute(softmax_args(), cuda_graph=True)
+    with pytest.raises(DeviceError) as from_artifact:
+        loaded.run(softmax_args(), cuda_graph=True)
+    assert str(from_artifact.value) == str(fresh.value) and "cuda_graph=True needs CUDA arrays" in str(fresh.value)
 
 
 def test_arguments_of_another_signature_are_rejected_with_what_differs(exported):

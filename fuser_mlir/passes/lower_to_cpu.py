@@ -21,8 +21,10 @@ runner-utils library, which the JIT does not have). Boolean tensors are
 ``i8`` in memory (NumPy's layout). Every libm function the code calls is
 declared (``llvm.readnone``); option ``vector-library`` (``libmvec-avx512``,
 ``libmvec-avx2``, ``libmvec-sse``) also maps each to its SIMD variants
-(:mod:`fuser_mlir.lowering.vector_library`). ``fuser-cpu-pipeline`` continues
-from here to the LLVM dialect.
+(:mod:`fuser_mlir.lowering.vector_library`). Option ``float-extremum``
+(``order-keys``, the default, or ``maximumf``) says how float max/min
+reductions combine (:data:`FLOAT_EXTREMA`; the GPU pipeline takes
+``maximumf``). ``fuser-cpu-pipeline`` continues from here to the LLVM dialect.
 
     func.func private @f_seg0(%a: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32>
         attributes {fuser.num_inputs = 1 : i64} {

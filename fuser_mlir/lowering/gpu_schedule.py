@@ -216,6 +216,16 @@ class _RowGroup:
         the combining arith op of each)."""
         return _block_all_reduce(values, ops) if self.kind == "block" else _warp_all_reduce(values, ops)
 
+    @property
+    def store_group(self) -> int:
+        """Slots whose small operands a cached pass loads together."""
+        return CACHED_STORE_GROUP if self.kind == "warp" else BLOCK_STORE_GROUP
+
+    @property
+    def blocks_per_sm(self) -> int:
+        """Blocks an SM must have room for (ptxas caps registers to fit)."""
+        return BLOCK_MIN_PER_SM if self.kind == "block" and self.cached and self.threads == 512 else 1
+
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
@@ -599,15 +609,17 @@ class _Kernel:
         output block arguments (accumulators), loaded from the outputs when
         None and used by the body. Returns the yielded values."""
         arguments = list(g.body.arguments)
-        values: list[ir.Value | None] = []
-        for arg, operand, amap in zip(arguments, g.inputs, g.maps):
-            values.append(self.load(operand, amap, ivs) if list(arg.uses) else None)
+        values = self.input_values(g, ivs)
         for i, arg in enumerate(arguments[len(g.inputs) :]):
             if outs is not None:
                 values.append(outs[i])
             else:
                 values.append(self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs) if list(arg.uses) else None)
         return self.apply(g, values, ivs)
+
+    def input_values(self, g: _Generic, ivs: Sequence[ir.Value]) -> list[ir.Value | None]:
+        """The generic's input values at ``ivs`` (None for unused ones)."""
+        return [self.load(operand, amap, ivs) if list(arg.uses) else None for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)]
 
     def apply(
         self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None, uniform=frozenset()
@@ -632,10 +644,10 @@ class _Kernel:
             operands = [local[v] if v in local else self.value(v) for v in op.operands]
             if uniform and all(v in same or v not in local for v in op.operands):
                 same.update(op.results)
-            if op.name == "arith.divf" and op.operands[1] in same and op.operands[0] not in same and RECIPROCAL_DIVISORS:
-                if isinstance(operands[1].type, ir.F32Type):
-                    local[op.results[0]] = _divided(*operands)
-                    continue
+            reciprocal = RECIPROCAL_DIVISORS and op.name == "arith.divf" and isinstance(operands[1].type, ir.F32Type)
+            if reciprocal and op.operands[1] in same and op.operands[0] not in same:
+                local[op.results[0]] = _divided(*operands)
+                continue
             clone = op.clone()
             for i, v in enumerate(operands):
                 clone.operands[i] = v
@@ -719,20 +731,19 @@ class _RowWalk:
         row_dims = range(n - len(self.row_sizes), n)
         columns = [[] for _ in range(lanes)]
         for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+            varies = False
             if operand in self.registers or not list(arg.uses):
                 values = [self.registers.get(operand)] * lanes
-                self.uniform.add(values[0])
             elif not isinstance(operand.type, ir.ShapedType):
                 values = [k.value(operand)] * lanes
-                self.uniform.add(values[0])
             else:
                 varies = any(_uses_dim(amap, d) for d in row_dims)
                 key = (operand, str(amap), slot.index if varies else None)
                 if key not in cache:
                     cache[key] = self._load(operand, amap, ivs, slot) if varies else [k.load(operand, amap, ivs)] * lanes
                 values = cache[key]
-                if not varies:
-                    self.uniform.add(values[0])
+            if not varies:
+                self.uniform.add(values[0])
             for column, value in zip(columns, values):
                 column.append(value)
         return columns
@@ -1354,10 +1365,7 @@ class _SegmentScheduler:
         loop = scf.ForOp(start, middle, _index(unroll), list(inits) * unroll)
         with ir.InsertionPoint(loop.body):
             rows = [ivs_at(arith.AddIOp(loop.induction_variable, _index(j)).result) for j in range(unroll)]
-            loaded = [
-                [k.load(operand, amap, ivs) if list(arg.uses) else None for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)]
-                for ivs in rows
-            ]
+            loaded = [k.input_values(g, ivs) for ivs in rows]
             carried = list(loop.inner_iter_args)
             updated = [k.apply(g, values + carried[j * n : (j + 1) * n], rows[j]) for j, values in enumerate(loaded)]
             scf.YieldOp([v for partial in updated for v in partial])
@@ -1414,16 +1422,14 @@ class _SegmentScheduler:
                 sizes = k.loop_sizes(plan.anchor)
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
-                    store_group = CACHED_STORE_GROUP if group.kind == "warp" else BLOCK_STORE_GROUP
-                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, store_group)
+                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group)
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     slots = walk.slots(k.zero, group.columns // vector_lanes) if group.cached else None
                     cache: dict = {}
                     for g, role in plan.steps:
                         self._row_step(walk, g, role, plan, first, group, slots, cache, keep if group.cached else frozenset())
                     scf.YieldOp([])
-            per_sm = BLOCK_MIN_PER_SM if group.kind == "block" and group.cached and group.threads == 512 else 1
-            k.finish(group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when, blocks_per_sm=per_sm)
+            k.finish(group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when, blocks_per_sm=group.blocks_per_sm)
 
     def row_registers(self, plan: "_RowPlan", keep: set, lanes: int):
         """Registers per lane a cached variant keeps for row values, as a

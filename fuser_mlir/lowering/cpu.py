@@ -175,11 +175,12 @@ def copies_as_linalg(module: ir.Module) -> ir.Module:
     return ir.Module.parse(text, context=module.context)
 
 
-def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
+def drop_unsigned_wrap_flags(module: ir.Module, also: tuple = ()) -> ir.Module:
     """The LLVM-dialect ``module`` without ``nuw`` on its arithmetic and GEPs
-    (see the module docstring: negative strides)."""
+    (see the module docstring: negative strides); ``also``: more (pattern,
+    replacement) rewrites of its text."""
     text = module.operation.get_asm(enable_debug_info=True)
-    for pattern, replacement in _UNSIGNED_WRAP_FLAGS:
+    for pattern, replacement in (*_UNSIGNED_WRAP_FLAGS, *also):
         text = pattern.sub(replacement, text)
     return ir.Module.parse(text, context=module.context)
 

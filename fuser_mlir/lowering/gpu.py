@@ -26,7 +26,12 @@ CUDA driver, here or in a process without MLIR.
 MLIR 22's ``memref`` lowering marks index arithmetic ``nuw``, which negative
 strides break; the flags are dropped from the kernels' LLVM dialect before
 serialisation, as on the CPU path
-(:func:`~fuser_mlir.lowering.cpu.drop_unsigned_wrap_flags`).
+(:func:`~fuser_mlir.lowering.cpu.drop_unsigned_wrap_flags`). Its
+``gpu.dynamic_shared_memory`` lowering declares the dynamic shared memory an
+*internal* zero-length global, which PTX makes a one-byte static variable:
+the kernel's static shared memory (``gpu.all_reduce``'s buffers) then lies
+inside the dynamic buffer. The global is made external in the same pass
+(:data:`EXTERN_DYNAMIC_SHARED`), so PTX declares ``.extern .shared ... []``.
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ BUFFERS_PIPELINE = (
     "canonicalize, convert-bufferization-to-memref"
 )
 GENERALIZE_PIPELINE = "linalg-generalize-named-ops"
+#: The LLVM-dialect rewrite that makes the dynamic shared memory an external
+#: (``.extern .shared``) PTX array instead of a static byte (module docstring).
+EXTERN_DYNAMIC_SHARED = ((re.compile(r"llvm\.mlir\.global internal (@__dynamic_shmem__\w*)"), r"llvm.mlir.global external \1"),)
 
 
 def nvvm_pipeline() -> str:
@@ -186,7 +194,7 @@ def to_ptx(kernels: ir.Module, arch: str, source: str = "") -> str:
     except PipelineError as err:
         raise _failed(err, source or str(kernels)) from None
     _require_libdevice(kernels, libdevice)
-    lowered = drop_unsigned_wrap_flags(kernels)
+    lowered = drop_unsigned_wrap_flags(kernels, EXTERN_DYNAMIC_SHARED)
     try:
         run_pipeline(lowered, binary_pipeline(arch, str(libdevice) if libdevice else ""))
     except PipelineError as err:

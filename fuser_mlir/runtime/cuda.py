@@ -195,6 +195,21 @@ def load_module(binary: bytes, device: int = 0) -> object:
     return module
 
 
+def _allow_dynamic_shared(function: object) -> None:
+    """Let ``function`` take as much dynamic shared memory as a block of the
+    current device may opt in to (beyond the default 48 KB), less its static
+    shared memory."""
+    drv = driver()
+    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    limit = check(
+        drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+        "cuDeviceGetAttribute",
+    )
+    attr = drv.CUfunction_attribute
+    static = check(drv.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function), "cuFuncGetAttribute")
+    check(drv.cuFuncSetAttribute(function, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit - static), "cuFuncSetAttribute")
+
+
 def _function(module: object, name: str) -> object:
     key = (int(module), name)
     function = _functions.get(key)
@@ -217,6 +232,10 @@ class _Launch:
         self.handle_arg = ctypes.c_void_p(self.handle)  # for the bare cuLaunchKernel (see _bare_function)
         self.grid = [compile_formula(e) for e in launch.grid]
         self.when = compile_formula(launch.when) if launch.when else None
+        dynamic = isinstance(launch.shared_bytes, list)
+        self.shared = compile_formula(launch.shared_bytes if dynamic else ["const", launch.shared_bytes])
+        if dynamic and function is not None:
+            _allow_dynamic_shared(function)
         self.block = tuple(launch.block)
         self.fillers = []
         count = 0
@@ -471,13 +490,14 @@ class CudaSegment:
                 continue  # an empty tensor: nothing to do
             launch.pack(args, temps, shapes, geometries)
             bx, by, bz = launch.block
+            shared = launch.shared(shapes, args)
             if raw is not None:
-                code = raw(launch.handle_arg, gx, gy, gz, bx, by, bz, 0, stream_arg, launch.params_arg, None)
+                code = raw(launch.handle_arg, gx, gy, gz, bx, by, bz, shared, stream_arg, launch.params_arg, None)
                 if code:
                     raise launch_error(launch.launch.kernel, (gx, gy, gz), launch.block, code)
             else:
                 check(
-                    driver().cuLaunchKernel(launch.function, gx, gy, gz, bx, by, bz, 0, stream, launch.params, 0),
+                    driver().cuLaunchKernel(launch.function, gx, gy, gz, bx, by, bz, shared, stream, launch.params, 0),
                     f"cuLaunchKernel({launch.launch.kernel}, grid={(gx, gy, gz)}, block={launch.block})",
                 )
         del temps  # freed in stream order, after the launches above

@@ -124,7 +124,7 @@ class KernelLaunch:
     grid: list[list]  # three formulas
     block: list[int]  # three sizes
     args: list[list]  # one binding per kernel argument
-    shared_bytes: int = 0
+    shared_bytes: int | list = 0  # dynamic shared memory per block: bytes, or a formula of them
     when: list | None = None  # launched only where this formula is non-zero (None: always)
 
 
@@ -151,7 +151,9 @@ class SegmentProgram:
             grid = ", ".join(describe(e) for e in launch.grid)
             args = ", ".join(_binding_text(b) for b in launch.args)
             condition = f" if {describe(launch.when)}" if launch.when else ""
-            lines.append(f"{launch.kernel}<<<({grid}), {tuple(launch.block)}>>>({args}){condition}")
+            shared = launch.shared_bytes
+            shared = f", {describe(shared) if isinstance(shared, list) else shared}" if shared else ""
+            lines.append(f"{launch.kernel}<<<({grid}), {tuple(launch.block)}{shared}>>>({args}){condition}")
         return "\n".join(lines)
 
 

@@ -219,6 +219,8 @@ def _program_reads_scalars(program) -> bool:
     formulas = [e for t in program.temps for e in t.shape]
     for launch in program.launches:
         formulas += [*launch.grid, launch.when]
+        if isinstance(launch.shared_bytes, list):
+            formulas.append(launch.shared_bytes)
         formulas += [e for b in launch.args if b[0] == "view" for e in b[2]]
     return any(reads_scalars(e) for e in formulas)
 
@@ -260,7 +262,7 @@ def _trace_segment(segment, args: tuple, blocks: list, step_index: int) -> list[
             at += len(filled)
         traced.append(
             TracedLaunch(
-                launch.launch.kernel, launch.handle, grid, tuple(launch.block), launch.launch.shared_bytes,
+                launch.launch.kernel, launch.handle, grid, tuple(launch.block), int(launch.shared(shapes, args)),
                 slots, pointers, tuple(pointer_slots), tuple(scalar_slots), segment.raw,
             )
         )

@@ -184,6 +184,28 @@ BLOCK_STORE_GROUP = 1
 #: (see :func:`_divided`): a few instructions per element less than an IEEE
 #: division, within 1.5 ulp of it instead of 0.5.
 RECIPROCAL_DIVISORS = True
+#: (threads, 16-byte slots per lane) of the *staged* variant of a
+#: persistent row kernel: rows longer than the cached variants take, whose
+#: values still fit in :data:`SHARED_ROW_BYTES`, are loaded once, all of a
+#: lane's slots at a time (a whole row in flight), into shared memory (each
+#: lane keeps its own columns there), and every later generic reads them
+#: there: float32 rows up to 32K columns. One such block takes an SM (its
+#: registers, and shared memory for rows past 28K columns), so a row must be
+#: long in bytes to keep memory busy: the staged variant is compiled only where
+#: its values take at least :data:`SHARED_MIN_BYTES` a column. On the H200,
+#: RMS norm float32 rows of 32K columns ran at 0.82 of copy staged against
+#: 0.65 read per generic, a layer norm at 0.64 against 0.57; but a bfloat16
+#: RMS norm at 0.48 against 0.75, and 512 threads of 16 slots did worse
+#: (bench/results/h200-sweeps.txt, sweep 4).
+SHARED_THREADS, SHARED_SLOTS = 1024, 8
+#: Fewest staged bytes a column for which the staged variant is compiled.
+SHARED_MIN_BYTES = 4
+#: Dynamic shared memory a staged row may take (an H200 block may opt in to
+#: 227 KB; the rest is left for ``gpu.all_reduce``'s static buffers).
+SHARED_ROW_BYTES = 224 * 1024
+#: Columns a staged row's shared memory is rounded up to (keeps each
+#: operand's region 16-byte aligned).
+SHARED_PAD = 16
 
 
 @dataclass
@@ -192,13 +214,15 @@ class _RowGroup:
     partial results combined with butterfly shuffles) or a ``block`` (one row
     per block at a time, ``gpu.all_reduce``). ``when``: the launch condition;
     ``cached``: the whole row fits in the lanes' registers (``columns`` per
-    lane), so it is read once; ``threads``: per block."""
+    lane), so it is read once; ``staged``: the row's values are kept in
+    shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block."""
 
     kind: str
     when: list | None
     cached: bool = False
     threads: int = THREADS
     columns: int = CACHED_COLUMNS
+    staged: bool = False
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -219,7 +243,7 @@ class _RowGroup:
     @property
     def store_group(self) -> int:
         """Slots whose small operands a cached pass loads together."""
-        return CACHED_STORE_GROUP if self.kind == "warp" else BLOCK_STORE_GROUP
+        return CACHED_STORE_GROUP if self.kind == "warp" or self.staged else BLOCK_STORE_GROUP
 
     @property
     def blocks_per_sm(self) -> int:
@@ -537,7 +561,10 @@ class _Kernel:
             return self.mapping[host]
         raise CompileError(f"a kernel needs a value that '{owner.name}' computes on the host; the GPU schedulers cannot pass it")
 
-    def finish(self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None, blocks_per_sm: int = 1) -> None:
+    def finish(
+        self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None, blocks_per_sm: int = 1,
+        shared_bytes: list | int = 0,
+    ) -> None:
         with ir.InsertionPoint(self.entry), self.segment.location:
             gpu.ReturnOp([])
         types = [a.type for a in self.entry.arguments]
@@ -549,7 +576,9 @@ class _Kernel:
             self.func.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get(list(block))
         if blocks_per_sm > 1:  # ptxas then keeps registers low enough for that many blocks on an SM
             self.func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), blocks_per_sm)
-        self.segment.launches.append(KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings, when=when))
+        self.segment.launches.append(
+            KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings, shared_bytes=shared_bytes, when=when)
+        )
 
     # -- indices --------------------------------------------------------------------
 
@@ -703,6 +732,34 @@ class _RowWalk:
         self.registers = registers
         self.store_group = store_group  # slots whose small operands a cached pass loads together
         self.uniform: set[ir.Value] = set()  # values read once per row (the same for every column)
+        self.staged: dict[tuple, ir.Value] = {}  # (operand, map) -> its region of shared memory (staged variant)
+        self.filled: set[tuple] = set()  # staged keys written by the generics walked so far
+        self.filling: set[tuple] = set()  # ... and by the one being walked
+        self.keeping: list[tuple] = []  # (vector, region, slot) loaded and yet to be stored in shared memory
+
+    def stage(self, regions: dict[tuple, tuple[ir.Type, int]]) -> None:
+        """Keep the operands of ``regions`` ((operand, map) -> (element type,
+        bytes per column before its region)) in dynamic shared memory: the
+        first generic to read one stores what it loads there, and later
+        generics read it there. A lane touches only its own columns' places,
+        so no barrier is needed (see :meth:`_SegmentScheduler.staged_regions`)."""
+        workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        dynamic = ir.ShapedType.get_dynamic_size()
+        base = gpu.DynamicSharedMemoryOp(ir.MemRefType.get([dynamic], ir.IntegerType.get_signless(8), memory_space=workgroup)).result
+        pad = _index(SHARED_PAD)
+        padded = arith.MulIOp(arith.CeilDivUIOp(self.cols, pad).result, pad).result
+        count = arith.DivUIOp(padded, _index(self.lanes)).result
+        for key, (element, offset) in regions.items():
+            vtype = ir.MemRefType.get([dynamic], ir.VectorType.get([self.lanes], element), memory_space=workgroup)
+            self.staged[key] = memref.ViewOp(vtype, base, _scaled(padded, offset), [count]).result
+
+    def stages(self, g: _Generic) -> bool:
+        """Whether ``g`` is the first to read a staged operand."""
+        return any((o, str(m)) in self.staged and (o, str(m)) not in self.filled for o, m in zip(g.inputs, g.maps))
+
+    def settle(self) -> None:
+        """The generic just walked has written its staged values."""
+        self.filled |= self.filling
 
     def slots(self, base: ir.Value, count: int) -> list[_Slot]:
         """The lane's ``count`` slots of the chunk from column ``base``: slot
@@ -754,10 +811,33 @@ class _RowWalk:
         if lanes == 1:
             buffer, indices = k.value(operand), k.indices(amap, ivs)
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
-        flat = k.linear_index(operand, k.indices(amap, ivs))
-        view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
+        key = (operand, str(amap))
+        staged = self.staged.get(key)
+        if staged is not None and key in self.filled:
+            view, index = staged, self.staged_index(slot)
+        else:
+            flat = k.linear_index(operand, k.indices(amap, ivs))
+            view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
         loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
+        if staged is not None and key not in self.filled:  # the first generic to read it keeps it
+            self.keeping.append((loaded, staged, slot))
+            self.filling.add(key)
         return [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+
+    def keep_loaded(self) -> None:
+        """Store the values loaded to be staged, after all the loads of the
+        slots at hand were issued (a store waits for its value: one right
+        behind each load would leave one load in flight per lane)."""
+        for loaded, staged, slot in self.keeping:
+            branch = scf.IfOp(slot.inside)
+            with ir.InsertionPoint(branch.then_block):
+                memref.StoreOp(loaded, staged, [self.staged_index(slot)])
+                scf.YieldOp([])
+        self.keeping = []
+
+    def staged_index(self, slot: _Slot) -> ir.Value:
+        """The slot's place in a staged region (its vector's index in the row)."""
+        return arith.DivUIOp(slot.col, _index(self.lanes)).result
 
     def reduce(self, g: _Generic, inits: list[ir.Value], slots: list[_Slot] | None = None, cache: dict | None = None) -> list[ir.Value]:
         """This lane's partial results of reduction ``g`` over the row (to be
@@ -782,6 +862,7 @@ class _RowWalk:
         """Each slot's partial results updated with its columns (unchanged
         where the slot is outside the row)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]  # every load first
+        self.keep_loaded()
         updated = []
         for slot, acc, columns in zip(slots, accs, loaded):
             partial = acc
@@ -808,6 +889,7 @@ class _RowWalk:
         """The generic at ``slots``: every load before any store (a store may
         alias a later load, so nothing would move a load above it)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]
+        self.keep_loaded()
         for slot, columns in zip(slots, loaded):
             results = [self.k.apply(g, c + [None] * len(g.outputs), slot.ivs, self.uniform) for c in columns]
             self._store(g, slot, results, cache, keep)
@@ -1268,15 +1350,17 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: 0) -> list[_RowGroup]:
+    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: 0, staged_bytes: int = 0) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
         With ``lanes`` (columns per vector access, from 2), rows that fit in
         the lanes' registers get cached variants (a warp up to ``32 *
         CACHED_COLUMNS`` columns, then blocks as :data:`BLOCK_CACHED` says,
-        those whose ``registers(columns)`` per lane fit); longer rows are
-        read per generic."""
+        those whose ``registers(columns)`` per lane fit); longer rows whose
+        staged values (``staged_bytes`` a column) fit in
+        :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
+        are read per generic."""
         if lanes < 2:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -1296,6 +1380,15 @@ class _SegmentScheduler:
             when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
             groups.append(_RowGroup("block", when, cached=True, threads=threads, columns=columns))
             below = threads * columns
+        columns = SHARED_SLOTS * lanes
+        staged = 0
+        if staged_bytes >= SHARED_MIN_BYTES:
+            staged = min(SHARED_THREADS * columns, SHARED_ROW_BYTES // staged_bytes // SHARED_PAD * SHARED_PAD)
+        if staged > below:
+            fits = ["le", cols_f, ["const", staged]]
+            when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
+            groups.append(_RowGroup("block", when, threads=SHARED_THREADS, columns=columns, staged=True))
+            below = staged
         groups.append(_RowGroup("block", ["gt", cols_f, ["const", below]]))
         return groups
 
@@ -1411,10 +1504,13 @@ class _SegmentScheduler:
         wide = [g for g, role in plan.steps if role in ("full", "reduce")]
         lanes = self.row_lanes(wide, plan.row_temps) if n - p == 1 else 1
         keep = self.kept_temps(plan)
+        regions, staged_bytes = self.staged_regions(plan)
         variants = [
             (group, vector_lanes, _both(group.when, condition))
             for vector_lanes, condition in self.vector_variants(lanes, cols_f)
-            for group in self.row_groups(cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes))
+            for group in self.row_groups(
+                cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes
+            )
         ]
         for group, vector_lanes, when in variants:
             k = self.kernel()
@@ -1423,13 +1519,52 @@ class _SegmentScheduler:
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group)
+                    if group.staged:
+                        walk.stage(regions)
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
-                    slots = walk.slots(k.zero, group.columns // vector_lanes) if group.cached else None
+                    whole = group.cached or group.staged  # a lane's slots of the row walked at once
+                    slots = walk.slots(k.zero, group.columns // vector_lanes) if whole else None
                     cache: dict = {}
                     for g, role in plan.steps:
-                        self._row_step(walk, g, role, plan, first, group, slots, cache, keep if group.cached else frozenset())
+                        at = slots
+                        if group.staged:  # the generics that load staged values get the whole row in flight; then chunks
+                            cache, at = {}, slots if walk.stages(g) else None
+                        self._row_step(walk, g, role, plan, first, group, at, cache, keep if group.cached else frozenset())
+                        walk.settle()
                     scf.YieldOp([])
-            k.finish(group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when, blocks_per_sm=group.blocks_per_sm)
+            shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * staged_bytes]]) if group.staged else 0
+            k.finish(
+                group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
+                blocks_per_sm=group.blocks_per_sm, shared_bytes=shared,
+            )
+
+    def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
+        """What the staged variant keeps in shared memory, and its bytes per
+        column: every operand read at each (row, column) by more than one
+        generic and written by none, each in a region of the row's (padded)
+        columns. Full-size temporaries stay in memory, read back by the lane
+        that wrote them (after elementwise fusion, the normalizations have
+        none). Regions: (operand, map) -> (element type, bytes per column
+        before the region)."""
+        n = len(plan.anchor.iterators)
+        written = {o for g, _ in plan.steps for o in g.outputs}
+        readers: dict[tuple, set[int]] = {}
+        elements: dict[tuple, ir.Type] = {}
+        for s, (g, role) in enumerate(plan.steps):
+            if role not in ("full", "reduce"):
+                continue
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+                if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or operand in written:
+                    continue
+                if all(_uses_dim(amap, d) for d in range(n)):
+                    readers.setdefault((operand, str(amap)), set()).add(s)
+                    elements[(operand, str(amap))] = ir.MemRefType(operand.type).element_type
+        layout, offset = {}, 0
+        for key, steps in readers.items():
+            if len(steps) > 1:
+                layout[key] = (elements[key], offset)
+                offset += _element_bytes(elements[key])
+        return layout, offset
 
     def row_registers(self, plan: "_RowPlan", keep: set, lanes: int):
         """Registers per lane a cached variant keeps for row values, as a

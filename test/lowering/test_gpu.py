@@ -221,10 +221,10 @@ def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit():
     """A softmax keeps one value per column, so 1024 threads take rows of up
     to 32768 float32 columns in registers (32 a lane); a layer norm also
     reads a weight and a bias per column, so its rows stop at 16 columns a
-    lane (16384) and longer ones are read per pass by 256 threads. The
-    512-thread blocks ask ptxas for room for two blocks per SM; blocks other
-    than 256 threads are declared to ptxas."""
-    for build, inputs, longest in [(softmax_f32, 1, 1024), (layer_norm_f32, 3, 256)]:
+    lane (16384) and longer ones are staged in shared memory by 1024 threads
+    (see the next test). The 512-thread blocks ask ptxas for room for two
+    blocks per SM; blocks other than 256 threads are declared to ptxas."""
+    for build, inputs, longest in [(softmax_f32, 1, 1024), (layer_norm_f32, 3, 1024)]:
         context, module = outlined(build())
         with context, ir.Location.unknown():
             scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
@@ -240,3 +240,45 @@ def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit():
             assert (declared is None) == (launch.block[0] == 256) and (declared is None or int(declared[1]) == launch.block[0])
             assert ("nvvm.minctasm = 2" in kernel) == (launch.block[0] == 512)
         assert blocks == [256, 256, 512, 1024, longest]
+
+
+def test_rows_past_the_register_variants_are_staged_in_shared_memory():
+    """A float32 layer norm of 16K to 32K columns: one 1024-thread block per
+    row loads its lane's 8 vectors at once into shared memory (dynamic: x's
+    4 bytes a column, padded to 16 columns); later passes read them there in
+    chunks. Longer rows, and
+    bfloat16 ones (2 bytes a column: too few to keep memory busy from one
+    block per SM), read the row per pass. The PTX declares the dynamic
+    buffer external, apart from the static buffers of gpu.all_reduce."""
+    needs_libdevice()
+
+    def bf16_layer_norm():
+        with FusionDefinition() as fd:
+            x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+            centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+            fd.add_output(fd.ops.cast(centered * fd.ops.rsqrt(fd.ops.mean(centered * centered, dims=[1], keepdim=True)), dtype=DataType.BFloat16))
+        return fd
+
+    context, module = outlined(layer_norm_f32())
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    (segment,) = program.programs.values()
+
+    def chosen(cols):
+        (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, cols), (cols,), (cols,), (3, cols)], [])]
+        return launch
+
+    staged = [launch for launch in segment.launches if launch.shared_bytes]
+    assert len(staged) == 1 and staged[0].block == [1024, 1, 1]
+    assert [chosen(cols) is staged[0] for cols in (16384, 16388, 32768, 32772)] == [False, True, True, False]
+    for cols in (16388, 20000, 32768):
+        assert evaluate(staged[0].shared_bytes, [(3, cols)], []) == -(-cols // 16) * 16 * 4
+    assert re.search(r"\.extern \.shared \.align 16 \.b8 __dynamic_shmem__\w*\[\];", program.ptx)
+    kernel = program.ptx[program.ptx.index(f".entry {staged[0].kernel}(") :]
+    kernel = kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
+    assert kernel.count("st.shared.v4") == 8 and kernel.count("ld.shared.v4") == 2 * 4  # x kept; 2 passes read it by 4 slots
+    context, module = outlined(bf16_layer_norm())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 2})
+    (segment,) = scheduled.programs.values()
+    assert not any(launch.shared_bytes for launch in segment.launches)

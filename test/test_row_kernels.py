@@ -1,0 +1,144 @@
+"""Softmax, layer norm and RMS norm at row lengths that cross every scheme of
+the GPU's persistent row kernel (gpu_schedule.persistent_rows): a warp with
+the row in registers, blocks of 256 to 1024 threads with the row in
+registers, the staged block with the row in shared memory, a block reading
+the row once per pass, and the scalar variants for rows that are not a
+multiple of the vector width. float32 and bfloat16, against float64 NumPy
+computed from the same inputs; given outputs poisoned with NaN, inputs
+checked unchanged."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from devices import cuda_available, to_device, to_host
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+from fuser_mlir.lowering import gpu_schedule
+
+RNG = np.random.default_rng(20261201)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+#: Each scheme's limits and one past them (float32 and bfloat16 limits differ
+#: by 2x); 16390 and 57350 are not multiples of 4 (scalar variants); 57344 is
+#: the longest staged float32 row of a layer norm (4 bytes a column), 114688
+#: of a bfloat16 one.
+ROW_LENGTHS = [1000, 1024, 1032, 4096, 8192, 16384, 16390, 16392, 32768, 32776, 57344, 57350, 57352, 114688, 114696]
+
+
+def _upcast(fd, tensor, low):
+    return fd.ops.cast(tensor, dtype=DataType.Float) if low else tensor
+
+
+def _downcast(fd, tensor, dtype, low):
+    return fd.ops.cast(tensor, dtype=dtype) if low else tensor
+
+
+def softmax(dtype, low):
+    with FusionDefinition() as fd:
+        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(_downcast(fd, e / fd.ops.sum(e, dims=[1], keepdim=True), dtype, low))
+    return fd
+
+
+def layer_norm(dtype, low):
+    with FusionDefinition() as fd:
+        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+        w = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+        b = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+        centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+        var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
+        fd.add_output(_downcast(fd, centered * fd.ops.rsqrt(var + 1e-5) * w + b, dtype, low))
+    return fd
+
+
+def rms_norm(dtype, low):
+    with FusionDefinition() as fd:
+        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+        w = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+        fd.add_output(_downcast(fd, x * fd.ops.rsqrt(fd.ops.mean(x * x, dims=[1], keepdim=True) + 1e-6) * w, dtype, low))
+    return fd
+
+
+def softmax_ref(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layer_norm_ref(x, w, b):
+    centered = x - x.mean(axis=1, keepdims=True)
+    return centered / np.sqrt((centered * centered).mean(axis=1, keepdims=True) + 1e-5) * w + b
+
+
+def rms_norm_ref(x, w):
+    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+
+
+CASES = {
+    "softmax": (softmax, softmax_ref, 0),
+    "layer_norm": (layer_norm, layer_norm_ref, 2),
+    "rms_norm": (rms_norm, rms_norm_ref, 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_normalizations_at_every_row_scheme(case, dtype, device):
+    check_rows(case, dtype, device, ROW_LENGTHS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_staged_rows_of_every_normalization(case, dtype, monkeypatch):
+    """The staged variant forced on every fusion from rows of 4K columns (the
+    register variants cut to 256 threads, the bytes-a-column floor off): it
+    then stages bfloat16 rows and a softmax's, and takes rows that are short
+    for it (most of a lane's slots outside the row)."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "BLOCK_CACHED", ((256, 4),))
+    monkeypatch.setattr(gpu_schedule, "SHARED_MIN_BYTES", 1)
+    check_rows(case, dtype, "cuda", [4096, 4104, 8192, 16392, 32768, 65536])
+
+
+def check_rows(case, dtype, device, lengths):
+    build, ref, weights = CASES[case]
+    low = dtype == "bfloat16"
+    np_dtype = BF16 if low else np.dtype(np.float32)
+    fec = FusionExecutorCache(build(DataType.BFloat16 if low else DataType.Float, low))
+    # softmax outputs are about 1/cols: compare them relative to the row's largest
+    tolerance = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}[dtype]
+    for cols in lengths:
+        rows = 3
+        inputs = [(RNG.standard_normal((rows, cols)) * 3 + 1).astype(np_dtype)]
+        inputs += [(RNG.standard_normal(cols) + 0.5).astype(np_dtype) for _ in range(weights)]
+        before = [a.copy() for a in inputs]
+        expected = ref(*[a.astype(np.float64) for a in inputs])
+        out = to_device(np.full((rows, cols), np.nan, np_dtype), device)
+        (got,) = fec.run([to_device(a, device) for a in inputs], outputs=[out])
+        got = to_host(got).astype(np.float64)
+        scale = np.abs(expected).max(axis=1, keepdims=True) if case == "softmax" else 1.0
+        rtol, atol = tolerance
+        np.testing.assert_allclose(got / scale, expected / scale, rtol=rtol, atol=atol, err_msg=f"{case} {dtype} {cols} columns")
+        for array, original in zip(inputs, before):
+            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+    assert fec.stats.misses == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph):
+    """A staged launch takes its shared memory from a formula of the row
+    length: the cache-hit launch and a CUDA graph's node (whose launches are
+    traced once per shape) must pass it too, for each row length."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    fd = rms_norm(DataType.Float, False)
+    for cols in (20000, 32768, 20000):
+        x, w = RNG.standard_normal((5, cols)).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
+        expected = rms_norm_ref(x.astype(np.float64), w.astype(np.float64))
+        for _ in range(2):  # the second call is a hit (and a graph replay)
+            (got,) = fd.execute([to_device(x, "cuda"), to_device(w, "cuda")], cuda_graph=cuda_graph)
+            np.testing.assert_allclose(to_host(got), expected, rtol=2e-5, atol=2e-5)

@@ -36,7 +36,11 @@ persistent rows (a whole segment)
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
     generic reads them there; full-size temporaries stay in registers too.
-    Longer rows are read again by each generic (from L2 at best), and
+    Longer float32 rows, up to 32K columns, are *staged*
+    (:data:`SHARED_THREADS`): a 1024-thread block loads a lane's slots of the
+    row at once into dynamic shared memory (the launch's ``shared_bytes`` is
+    a formula of the row length), and later generics read them there.
+    Longer rows still are read again by each generic (from L2 at best), and
     full-size buffers are written and read back by the same lane, so no
     barrier is needed between the generics. A float32 division by a value
     of the row (a softmax's sum) is a multiplication by its reciprocal

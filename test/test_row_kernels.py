@@ -19,10 +19,10 @@ RNG = np.random.default_rng(20261201)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 #: Each scheme's limits and one past them (float32 and bfloat16 limits differ
-#: by 2x); 16390 and 57350 are not multiples of 4 (scalar variants); 57344 is
-#: the longest staged float32 row of a layer norm (4 bytes a column), 114688
-#: of a bfloat16 one.
-ROW_LENGTHS = [1000, 1024, 1032, 4096, 8192, 16384, 16390, 16392, 32768, 32776, 57344, 57350, 57352, 114688, 114696]
+#: by 2x: warps to 512 and 1024 float32 columns, blocks to 2K-32K, staged
+#: float32 rows to 32K); 500, 1000 and 16390 are not multiples of 8 (scalar
+#: variants).
+ROW_LENGTHS = [500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
 
 
 def _upcast(fd, tensor, low):

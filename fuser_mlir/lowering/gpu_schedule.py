@@ -30,8 +30,8 @@ persistent rows (a whole segment)
     and runs every generic of the segment in turn for its row. A reduction's
     result is combined over the group and stays in a register for the rest
     of the row, as does every value computed per row (their temporaries are
-    not even allocated). Rows of up to :data:`CACHED_COLUMNS` columns per
-    lane of a warp (1024), or of blocks of 256 to 1024 threads holding a
+    not even allocated). Rows of up to :data:`WARP_CACHED` 16-byte slots
+    per lane of a warp (float32: 1024 columns), or of blocks of 256 to 1024 threads holding a
     few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
@@ -151,10 +151,14 @@ ROW_POINTWISE_MIN = 128
 WARP_ROW_LIMIT = 4096
 WARP = 32
 
-#: Columns of a row each lane keeps in registers in the *cached* warp
-#: variant of a persistent row kernel: a row of up to this many columns per
-#: lane (1024) is read from memory once, however many generics read it.
-CACHED_COLUMNS = 32
+#: 16-byte slots of a row each lane keeps in registers in the *cached* warp
+#: variants of a persistent row kernel, by row length: a row of up to 32 times
+#: this many slots (float32: 512 and 1024 columns; bfloat16 1K and 2K) is read
+#: from memory once, however many generics read it. Rows fill the lanes'
+#: slots or nearly: a bfloat16 softmax of 2048 columns ran at 0.61 of copy on
+#: a 256-thread block, 0.91 on a warp of 8 slots, which ran rows of 1024 at
+#: 0.59 (0.97 on 4 slots; bench/results/h200-sweeps.txt, sweep 4).
+WARP_CACHED = (4, 8)
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 4K, 8K, 16K, 32K columns;
@@ -164,13 +168,18 @@ CACHED_COLUMNS = 32
 #: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
 #: past that, ptxas spills and the kernel is slower than reading the row per
 #: generic (measured on the H200: bench/results/h200-sweeps.txt).
-BLOCK_CACHED = ((256, 4), (512, 4), (1024, 4), (1024, 8))
+BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
 #: its row's reduction leaves the other to keep memory busy. A layer norm of
 #: 8K columns needs 93 registers, one block per SM, without the cap. 256-thread
 #: blocks fit two at any register count; 1024-thread blocks, one.
 BLOCK_MIN_PER_SM = 2
+#: Registers a thread of the 256-thread cached block variant may take (``.maxnreg``):
+#: three blocks an SM. A layer norm bfloat16 of 8K columns took 96 (two blocks)
+#: and ran at 0.63 of copy; capped, it spills 40 bytes and runs at 0.74. (Not
+#: with ``.maxntid`` and ``.minnctapersm``: see :meth:`_Kernel.finish`.)
+BLOCK_MAX_REGISTERS = 80
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536
 #: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
@@ -179,8 +188,14 @@ CHUNK_SLOTS = 4
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
 #: Slots of the cached warp variant's last pass whose small operands
-#: (weights) are loaded together before their results are stored.
+#: (weights) are loaded together before their results are stored, for 4-byte
+#: elements (4 columns a slot) ...
 CACHED_STORE_GROUP = 4
+#: ... and for 2-byte ones (8 columns a slot, whose float32 values take twice
+#: the registers): a layer norm bfloat16 of 1024 columns needed 124 registers
+#: and ran at 0.86 of copy with 4, 75 and 0.97 with 1 (RMS norm 0.93 -> 0.99),
+#: where float32 did best with 4 (bench/results/h200-sweeps.txt, sweep 4).
+NARROW_STORE_GROUP = 1
 #: The same for the cached block variants, whose lanes have fewer registers to spare.
 BLOCK_STORE_GROUP = 1
 #: Row kernels divide a float32 by a value that is the same along the row (a
@@ -225,7 +240,7 @@ class _RowGroup:
     when: list | None
     cached: bool = False
     threads: int = THREADS
-    columns: int = CACHED_COLUMNS
+    columns: int = 0  # per lane, in the cached and staged variants
     staged: bool = False
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
@@ -244,15 +259,21 @@ class _RowGroup:
         the combining arith op of each)."""
         return _block_all_reduce(values, ops) if self.kind == "block" else _warp_all_reduce(values, ops)
 
-    @property
-    def store_group(self) -> int:
-        """Slots whose small operands a cached pass loads together."""
-        return CACHED_STORE_GROUP if self.kind == "warp" or self.staged else BLOCK_STORE_GROUP
+    def store_group(self, lanes: int) -> int:
+        """Slots (of ``lanes`` columns) whose small operands a cached pass loads together."""
+        if self.kind == "block" and not self.staged:
+            return BLOCK_STORE_GROUP
+        return CACHED_STORE_GROUP if lanes <= VECTOR_BYTES // 4 else NARROW_STORE_GROUP
 
     @property
     def blocks_per_sm(self) -> int:
         """Blocks an SM must have room for (ptxas caps registers to fit)."""
         return BLOCK_MIN_PER_SM if self.kind == "block" and self.cached and self.threads == 512 else 1
+
+    @property
+    def max_registers(self) -> int:
+        """Registers a thread may take (0: as ptxas likes)."""
+        return BLOCK_MAX_REGISTERS if self.kind == "block" and self.cached and self.threads == THREADS else 0
 
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
@@ -567,7 +588,7 @@ class _Kernel:
 
     def finish(
         self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None, blocks_per_sm: int = 1,
-        shared_bytes: list | int = 0,
+        shared_bytes: list | int = 0, max_registers: int = 0,
     ) -> None:
         with ir.InsertionPoint(self.entry), self.segment.location:
             gpu.ReturnOp([])
@@ -580,6 +601,8 @@ class _Kernel:
             self.func.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get(list(block))
         if blocks_per_sm > 1:  # ptxas then keeps registers low enough for that many blocks on an SM
             self.func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), blocks_per_sm)
+        if max_registers:
+            self.func.attributes["nvvm.maxnreg"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), max_registers)
         self.segment.launches.append(
             KernelLaunch(kernel=self.name, grid=grid, block=list(block), args=self.bindings, shared_bytes=shared_bytes, when=when)
         )
@@ -1359,8 +1382,8 @@ class _SegmentScheduler:
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
         With ``lanes`` (columns per vector access, from 2), rows that fit in
-        the lanes' registers get cached variants (a warp up to ``32 *
-        CACHED_COLUMNS`` columns, then blocks as :data:`BLOCK_CACHED` says,
+        the lanes' registers get cached variants (warps as
+        :data:`WARP_CACHED` says, then blocks as :data:`BLOCK_CACHED` says,
         those whose ``registers(columns)`` per lane fit); longer rows whose
         staged values (``staged_bytes`` a column) fit in
         :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
@@ -1373,9 +1396,10 @@ class _SegmentScheduler:
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
         groups, below = [], 0  # rows longer than `below` columns are not taken yet
-        if narrow:
-            below = WARP * CACHED_COLUMNS
-            groups.append(_RowGroup("warp", ["le", cols_f, ["const", below]], cached=True))
+        for slots in WARP_CACHED if narrow else ():
+            fits = ["le", cols_f, ["const", WARP * slots * lanes]]
+            groups.append(_RowGroup("warp", fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits], True, columns=slots * lanes))
+            below = WARP * slots * lanes
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
             if threads * columns <= below or registers(columns) > REGISTER_FILE // threads // 2:
@@ -1522,7 +1546,7 @@ class _SegmentScheduler:
                 sizes = k.loop_sizes(plan.anchor)
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
-                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group)
+                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
                     if group.staged:
                         walk.stage(regions)
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
@@ -1539,7 +1563,7 @@ class _SegmentScheduler:
             shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * staged_bytes]]) if group.staged else 0
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
-                blocks_per_sm=group.blocks_per_sm, shared_bytes=shared,
+                blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,
             )
 
     def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:

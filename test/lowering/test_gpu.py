@@ -157,8 +157,8 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
         strided = lower_to_gpu(module, {"fusion_seg0": [(False, 16), (True, 16)]})
     (program,) = dense.programs.values()
     vector = [launch for launch in program.launches if any(b[0] == "flat" for b in launch.args)]
-    # a warp and three block sizes with the row in registers (a fourth would need more registers), a block reading it per pass
-    assert len(vector) == 5 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
+    # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per pass
+    assert len(vector) == 7 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
     for cols in (4096, 4100, 9000, 9008, 32768, 32770, 40000, 40008):
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
         assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0)
@@ -186,12 +186,13 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
     def vector_loads(launch):
         return len(re.findall(r"memref\.(?:load|store) .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
 
-    cached = [chosen(1024), chosen(8192), chosen(16384), chosen(32768)]
+    cached = [chosen(1024), chosen(2048), chosen(4096), chosen(8192), chosen(16384), chosen(32768)]
     long = chosen(32776)
-    assert len({launch.kernel for launch in [*cached, long]}) == 5 and cached[0].grid != cached[1].grid  # a warp, then blocks
-    assert [launch.block[0] for launch in [*cached, long]] == [256, 256, 512, 1024, 256]
-    for launch in cached:  # 32 columns per lane: 4 vectors of 8 bf16, loaded once for the max, the sum and the quotient
-        assert vector_loads(launch) == 4 + 4  # 4 loads, 4 stores
+    assert len({launch.kernel for launch in [*cached, long]}) == 7 and cached[1].grid != cached[2].grid  # warps, then blocks
+    assert [launch.block[0] for launch in [*cached, long]] == [256, 256, 256, 256, 512, 1024, 256]
+    # loaded once for the max, the sum and the quotient: a warp's lanes 4 or 8 vectors of 8 bf16, a block's 2 or 4
+    for launch, slots in zip(cached, [4, 8, 2, 4, 4, 4]):
+        assert vector_loads(launch) == slots + slots  # loads, stores
     # longer rows: each of the 3 passes loads 4 vectors per chunk (and the last one stores them)
     assert vector_loads(long) == 3 * 4 + 4
     for launch in [*cached, long]:

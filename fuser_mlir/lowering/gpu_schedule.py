@@ -175,11 +175,17 @@ BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
 #: 8K columns needs 93 registers, one block per SM, without the cap. 256-thread
 #: blocks fit two at any register count; 1024-thread blocks, one.
 BLOCK_MIN_PER_SM = 2
-#: Registers a thread of the 256-thread cached block variant may take (``.maxnreg``):
-#: three blocks an SM. A layer norm bfloat16 of 8K columns took 96 (two blocks)
-#: and ran at 0.63 of copy; capped, it spills 40 bytes and runs at 0.74. (Not
+#: Registers a thread of a 256-thread cached block variant may take
+#: (``.maxnreg``: three blocks an SM) where its row values take more than
+#: :data:`BLOCK_CAPPED_ABOVE` registers a lane (``row_registers``). A layer
+#: norm bfloat16 of 8K columns (48) took 96 registers (two blocks) and ran at
+#: 0.62 of copy; capped, it spills 40 bytes and runs at 0.74. The directive
+#: alone changes ptxas's code: a softmax bfloat16 of 8K columns (32, 71
+#: registers either way) ran at 0.91 without it and 0.82 with it, an RMS norm
+#: (40) at 0.94 both ways (bench/results/h200-sweeps.txt, sweep 4). (Not
 #: with ``.maxntid`` and ``.minnctapersm``: see :meth:`_Kernel.finish`.)
 BLOCK_MAX_REGISTERS = 80
+BLOCK_CAPPED_ABOVE = 40
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536
 #: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
@@ -242,6 +248,7 @@ class _RowGroup:
     threads: int = THREADS
     columns: int = 0  # per lane, in the cached and staged variants
     staged: bool = False
+    max_registers: int = 0  # a thread's registers (.maxnreg; 0: as ptxas likes)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -270,10 +277,6 @@ class _RowGroup:
         """Blocks an SM must have room for (ptxas caps registers to fit)."""
         return BLOCK_MIN_PER_SM if self.kind == "block" and self.cached and self.threads == 512 else 1
 
-    @property
-    def max_registers(self) -> int:
-        """Registers a thread may take (0: as ptxas likes)."""
-        return BLOCK_MAX_REGISTERS if self.kind == "block" and self.cached and self.threads == THREADS else 0
 
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
@@ -1406,7 +1409,8 @@ class _SegmentScheduler:
                 continue
             fits = ["le", cols_f, ["const", threads * columns]]
             when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
-            groups.append(_RowGroup("block", when, cached=True, threads=threads, columns=columns))
+            capped = threads == THREADS and registers(columns) > BLOCK_CAPPED_ABOVE
+            groups.append(_RowGroup("block", when, True, threads, columns, max_registers=BLOCK_MAX_REGISTERS if capped else 0))
             below = threads * columns
         columns = SHARED_SLOTS * lanes
         staged = 0

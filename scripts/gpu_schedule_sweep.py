@@ -1,13 +1,25 @@
-"""Try scheduler constants on the GPU: python3 scripts/gpu_schedule_sweep.py
+"""Try scheduler settings on the GPU.
 
-For each setting of the constants of fuser_mlir.lowering.gpu_schedule
-(module attributes, set before a fresh fusion is compiled) and each case
-(bench/run.py's cases, float32), prints the time of one call (after an L2
-flush and a synchronisation, host time included, as bench/run.py measures)
-and of one call within 20 back-to-back calls (host time hidden behind the
-device: the kernels' own time), each against a copy of the same bytes. A
-development tool for choosing the constants; bench/run.py is the benchmark.
+    FUSER_CACHE=0 python3 scripts/gpu_schedule_sweep.py SETTINGS CASES [MB]
+
+SETTINGS is a Python list of strings, or a file holding one: each string is
+code run in the namespace of fuser_mlir.lowering.gpu_schedule before fresh
+fusions are compiled ("" is the code as it is; "BLOCK_CACHED = ((256, 4),)"
+sets a constant; a property of _RowGroup may be replaced too). Everything the
+module held is restored between settings. Read constants at call time only:
+a constant bound as a default argument or dataclass default at import does
+not follow a setting. CASES is a comma-separated list of case:dtype:hidden
+(bench/run.py's cases, e.g. layer_norm:bfloat16:8192).
+
+For each setting and case, prints the time of one call within 20 back-to-back
+calls (host time hidden behind the device: the kernels' own time) against a
+copy of the same bytes, after checking the result against PyTorch in float64.
+FUSER_CACHE=0 keeps kernels compiled under one setting out of the next. A
+development tool for choosing the constants (bench/results/h200-sweeps.txt
+has what each sweep found); bench/run.py is the benchmark.
 """
+
+import ast
 import statistics
 import sys
 
@@ -17,13 +29,27 @@ sys.path.insert(0, "bench")
 import run as bench  # noqa: E402
 from fuser_mlir.lowering import gpu_schedule  # noqa: E402
 
-#: What was tried last (bench/results/h200-sweeps.txt has what each sweep found).
-SETTINGS = [{}, {"CACHED_STORE_GROUP": 1}, {"CACHED_STORE_GROUP": 2}, {"CACHED_STORE_GROUP": 8}, {"MAX_BLOCKS": 1056 * 4}]
-CASES = [("pointwise", 256), ("broadcast_add", 256), ("softmax", 256), ("layer_norm", 256), ("rms_norm", 256), ("outer_sum", 256)]
-flush = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+def snapshot() -> dict:
+    """The module's names, and the attributes of the classes it defines."""
+    classes = {v: dict(vars(v)) for v in vars(gpu_schedule).values() if isinstance(v, type) and v.__module__ == gpu_schedule.__name__}
+    return {"module": dict(vars(gpu_schedule)), "classes": classes}
 
 
-def timed(fn, batch, repeat=15):
+def restore(saved: dict) -> None:
+    """Undo what a setting did: names it added are removed, the others reset."""
+    module = vars(gpu_schedule)
+    for name in set(module) - set(saved["module"]):
+        del module[name]
+    module.update(saved["module"])
+    for cls, attributes in saved["classes"].items():
+        for name in set(vars(cls)) - set(attributes):
+            delattr(cls, name)
+        for name, value in attributes.items():
+            if not name.startswith("__"):
+                setattr(cls, name, value)
+
+
+def timed(fn, batch, flush, repeat=10):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(3):
         fn()
@@ -40,23 +66,41 @@ def timed(fn, batch, repeat=15):
     return statistics.median(times)
 
 
-defaults = {name: getattr(gpu_schedule, name) for s in SETTINGS for name in s}
-by_name = {c.name: c for c in bench.CASES}
-inputs_of = {}
-for setting in SETTINGS:
-    for name, value in defaults.items():
-        setattr(gpu_schedule, name, setting.get(name, value))
-    for case_name, mb in CASES:
-        case = by_name[case_name]
-        fd = bench.fusion_for(case, "float32")
-        inputs = bench.random_inputs(case, torch.float32, mb << 20, seed=1)
-        outs = [torch.empty_like(case.torch_fn(*inputs))]
-        bench.check_correct(fd, case, inputs, "float32")
-        model = sum(t.nbytes for t in inputs) + sum(t.nbytes for t in outs)
-        src = torch.empty(model // 2, dtype=torch.uint8, device="cuda")
-        dst = torch.empty_like(src)
-        ours1, ours20 = timed(lambda: fd.execute(inputs, outputs=outs), 1), timed(lambda: fd.execute(inputs, outputs=outs), 20)
-        copy1, copy20 = timed(lambda: dst.copy_(src), 1), timed(lambda: dst.copy_(src), 20)
-        print(f"{str(setting):<42} {case_name:<11} {mb:5} MB  one call {ours1:7.1f} us ({copy1 / ours1:.2f} of copy)  back-to-back {ours20:7.1f} us ({copy20 / ours20:.2f} of copy)", flush=True)
-        del inputs, outs, src, dst
-        torch.cuda.empty_cache()
+def main(settings_arg: str, cases_arg: str, megabytes: int = 256) -> None:
+    text = open(settings_arg).read() if settings_arg.endswith(".py") else settings_arg
+    settings = ast.literal_eval(text)
+    cases = [tuple(c.split(":")) for c in cases_arg.split(",")]
+    flush = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    saved = snapshot()
+    by_name = {c.name: c for c in bench.CASES}
+    copies = {}
+    for setting in settings:
+        restore(saved)
+        exec(setting, vars(gpu_schedule))
+        label = " ".join(setting.split())[:40]
+        for case_name, dtype, hidden in cases:
+            case = by_name[case_name]
+            fd = bench.fusion_for(case, dtype)
+            inputs = bench.random_inputs(case, getattr(torch, dtype), megabytes << 20, seed=1, hidden=int(hidden))
+            outs = [torch.empty_like(case.torch_fn(*inputs))]
+            try:
+                error = bench.check_correct(fd, case, inputs, dtype)
+            except Exception as err:  # a setting that breaks a kernel is a result too
+                print(f"{label:<42} {case_name} {dtype} {hidden}: FAILED {type(err).__name__}: {str(err)[:300]}", flush=True)
+                continue
+            model = sum(t.nbytes for t in inputs) + sum(t.nbytes for t in outs)
+            if model not in copies:
+                src = torch.empty(model // 2, dtype=torch.uint8, device="cuda")
+                dst = torch.empty_like(src)
+                copies[model] = timed(lambda: dst.copy_(src), 20, flush)
+            ours = timed(lambda: fd.execute(inputs, outputs=outs), 20, flush)
+            print(
+                f"{label:<42} {case_name:<10} {dtype:<8} h={hidden:<6} back-to-back {ours:7.1f} us "
+                f"({copies[model] / ours:.2f} of copy) err {error:.2g}",
+                flush=True,
+            )
+    restore(saved)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:4]))

@@ -283,3 +283,38 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory():
         scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 2})
     (segment,) = scheduled.programs.values()
     assert not any(launch.shared_bytes for launch in segment.launches)
+
+
+def test_row_variants_that_rows_fill_and_register_caps():
+    """Rows take the variant whose lanes' slots they fill: bfloat16 rows of 1K
+    and 2K columns a warp of 4 and of 8 slots, rows of 4K a 256-thread block
+    of 2 slots, 8K one of 4. Only a 256-thread cached block whose row values
+    need many registers (a layer norm's x, weight and bias: 48 a lane) is
+    capped at 80 registers; a softmax's (32) is not (the directive alone
+    changes ptxas's code)."""
+
+    def bf16_layer_norm():
+        with FusionDefinition() as fd:
+            x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+            w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
+            b = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
+            centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+            normed = centered * fd.ops.rsqrt(fd.ops.mean(centered * centered, dims=[1], keepdim=True))
+            fd.add_output(fd.ops.cast(normed * w + b, dtype=DataType.BFloat16))
+        return fd
+
+    for build, inputs, capped in [(softmax_bf16, 1, False), (bf16_layer_norm, 3, True)]:
+        context, module = outlined(build())
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        text = str(scheduled.module)
+        chosen = {}
+        for cols in (1024, 2048, 4096, 8192):
+            shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
+            (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+            chosen[cols] = launch
+        assert [chosen[c].grid[0][1][2][1] for c in (1024, 2048, 4096, 8192)] == [8, 8, 1, 1]  # rows per block: warps, then blocks
+        assert len({launch.kernel for launch in chosen.values()}) == 4
+        for cols, launch in chosen.items():
+            assert ("nvvm.maxnreg = 80" in kernel_text(text, launch.kernel)) == (capped and cols == 8192)

@@ -277,7 +277,6 @@ class _RowGroup:
         """Blocks an SM must have room for (ptxas caps registers to fit)."""
         return BLOCK_MIN_PER_SM if self.kind == "block" and self.cached and self.threads == 512 else 1
 
-
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
@@ -1399,27 +1398,28 @@ class _SegmentScheduler:
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
         groups, below = [], 0  # rows longer than `below` columns are not taken yet
+
+        def up_to(limit: int) -> list:  # the rows not taken yet that are at most `limit` columns long
+            fits = ["le", cols_f, ["const", limit]]
+            return fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
+
         for slots in WARP_CACHED if narrow else ():
-            fits = ["le", cols_f, ["const", WARP * slots * lanes]]
-            groups.append(_RowGroup("warp", fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits], True, columns=slots * lanes))
+            groups.append(_RowGroup("warp", up_to(WARP * slots * lanes), cached=True, columns=slots * lanes))
             below = WARP * slots * lanes
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
             if threads * columns <= below or registers(columns) > REGISTER_FILE // threads // 2:
                 continue
-            fits = ["le", cols_f, ["const", threads * columns]]
-            when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
             capped = threads == THREADS and registers(columns) > BLOCK_CAPPED_ABOVE
-            groups.append(_RowGroup("block", when, True, threads, columns, max_registers=BLOCK_MAX_REGISTERS if capped else 0))
+            cap = BLOCK_MAX_REGISTERS if capped else 0
+            groups.append(_RowGroup("block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap))
             below = threads * columns
         columns = SHARED_SLOTS * lanes
         staged = 0
         if staged_bytes >= SHARED_MIN_BYTES:
             staged = min(SHARED_THREADS * columns, SHARED_ROW_BYTES // staged_bytes // SHARED_PAD * SHARED_PAD)
         if staged > below:
-            fits = ["le", cols_f, ["const", staged]]
-            when = fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
-            groups.append(_RowGroup("block", when, threads=SHARED_THREADS, columns=columns, staged=True))
+            groups.append(_RowGroup("block", up_to(staged), threads=SHARED_THREADS, columns=columns, staged=True))
             below = staged
         groups.append(_RowGroup("block", ["gt", cols_f, ["const", below]]))
         return groups

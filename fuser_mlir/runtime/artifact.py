@@ -54,7 +54,12 @@ from fuser_mlir.runtime.plan import HazardResolution, Inspectable, LaunchPlan, M
 from fuser_mlir.runtime.signature import FusionSignature
 
 FORMAT = "fuser-mlir-artifact"
-FORMAT_VERSION = 1
+#: The format version written. Version 2: a CUDA launch's ``shared_bytes`` may be
+#: a formula of the argument shapes (dynamic shared memory), which readers of
+#: version 1 would launch with none: they refuse version 2 by its number.
+FORMAT_VERSION = 2
+#: The format versions read (a version 1 artifact has no such formulas).
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 ZIP_SUFFIX = ".fsn"
 #: The largest file a zip artifact may unpack to (a guard against zip bombs).
@@ -308,9 +313,10 @@ def _parse_manifest(data: bytes, where: str) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArtifactError(f"format check failed: {where} is not a fuser-mlir artifact (its manifest has no format {FORMAT!r})")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise ArtifactError(
-            f"format version check failed: {where} has format version {version!r}, this fuser-mlir reads version {FORMAT_VERSION}; "
+            f"format version check failed: {where} has format version {version!r}, this fuser-mlir reads versions {readable}; "
             "export it again with this version"
         )
     if not isinstance(manifest.get("files"), dict):

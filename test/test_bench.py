@@ -2,22 +2,12 @@
 benchmark imports and answers --help without torch, and its pure helpers
 (result path, host timing, table) and the plot run here."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import BENCH, load
 
 
 @pytest.fixture(scope="module")

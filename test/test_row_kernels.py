@@ -11,8 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from bench_scripts import load as load_bench
 from devices import cuda_available, to_device, to_host
-from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+from fuser_mlir import FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
 
 RNG = np.random.default_rng(20261201)
@@ -25,39 +26,12 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 ROW_LENGTHS = [500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
 
 
-def _upcast(fd, tensor, low):
-    return fd.ops.cast(tensor, dtype=DataType.Float) if low else tensor
+#: The bench's fusions (bench/run.py): what it measures is what is checked here.
+BENCH = load_bench("run")
 
 
-def _downcast(fd, tensor, dtype, low):
-    return fd.ops.cast(tensor, dtype=dtype) if low else tensor
-
-
-def softmax(dtype, low):
-    with FusionDefinition() as fd:
-        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
-        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
-        fd.add_output(_downcast(fd, e / fd.ops.sum(e, dims=[1], keepdim=True), dtype, low))
-    return fd
-
-
-def layer_norm(dtype, low):
-    with FusionDefinition() as fd:
-        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
-        w = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
-        b = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
-        centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
-        var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
-        fd.add_output(_downcast(fd, centered * fd.ops.rsqrt(var + 1e-5) * w + b, dtype, low))
-    return fd
-
-
-def rms_norm(dtype, low):
-    with FusionDefinition() as fd:
-        x = _upcast(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
-        w = _upcast(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
-        fd.add_output(_downcast(fd, x * fd.ops.rsqrt(fd.ops.mean(x * x, dims=[1], keepdim=True) + 1e-6) * w, dtype, low))
-    return fd
+def bench_fusion(case: str, dtype: str):
+    return BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == case), dtype)
 
 
 def softmax_ref(x):
@@ -75,9 +49,9 @@ def rms_norm_ref(x, w):
 
 
 CASES = {
-    "softmax": (softmax, softmax_ref, 0),
-    "layer_norm": (layer_norm, layer_norm_ref, 2),
-    "rms_norm": (rms_norm, rms_norm_ref, 1),
+    "softmax": (softmax_ref, 0),
+    "layer_norm": (layer_norm_ref, 2),
+    "rms_norm": (rms_norm_ref, 1),
 }
 
 
@@ -104,10 +78,10 @@ def test_staged_rows_of_every_normalization(case, dtype, monkeypatch):
 
 
 def check_rows(case, dtype, device, lengths):
-    build, ref, weights = CASES[case]
+    ref, weights = CASES[case]
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
-    fec = FusionExecutorCache(build(DataType.BFloat16 if low else DataType.Float, low))
+    fec = FusionExecutorCache(bench_fusion(case, dtype))
     # softmax outputs are about 1/cols: compare them relative to the row's largest
     tolerance = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}[dtype]
     for cols in lengths:
@@ -135,7 +109,7 @@ def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph):
     traced once per shape) must pass it too, for each row length."""
     if not cuda_available():
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    fd = rms_norm(DataType.Float, False)
+    fd = bench_fusion("rms_norm", "float32")
     for cols in (20000, 32768, 20000):
         x, w = RNG.standard_normal((5, cols)).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
         expected = rms_norm_ref(x.astype(np.float64), w.astype(np.float64))

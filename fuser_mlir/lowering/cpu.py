@@ -154,7 +154,7 @@ def cpu_pipeline(vector_library: str = "") -> str:
     return text.replace("fuser-lower-to-cpu,", f"fuser-lower-to-cpu{{vector-library={vector_library}}},", 1)
 
 
-_UNSIGNED_WRAP_FLAGS = (
+UNSIGNED_WRAP_FLAGS = (
     (re.compile(r"overflow<nsw, nuw>"), "overflow<nsw>"),
     (re.compile(r" overflow<nuw>"), ""),
     (re.compile(r"getelementptr (inbounds|nusw)\|nuw "), r"getelementptr \1 "),
@@ -175,14 +175,18 @@ def copies_as_linalg(module: ir.Module) -> ir.Module:
     return ir.Module.parse(text, context=module.context)
 
 
-def drop_unsigned_wrap_flags(module: ir.Module, also: tuple = ()) -> ir.Module:
-    """The LLVM-dialect ``module`` without ``nuw`` on its arithmetic and GEPs
-    (see the module docstring: negative strides); ``also``: more (pattern,
-    replacement) rewrites of its text."""
+def rewrite_text(module: ir.Module, rewrites) -> ir.Module:
+    """``module`` with each (pattern, replacement) of ``rewrites`` applied to its text."""
     text = module.operation.get_asm(enable_debug_info=True)
-    for pattern, replacement in (*_UNSIGNED_WRAP_FLAGS, *also):
+    for pattern, replacement in rewrites:
         text = pattern.sub(replacement, text)
     return ir.Module.parse(text, context=module.context)
+
+
+def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
+    """The LLVM-dialect ``module`` without ``nuw`` on its arithmetic and GEPs
+    (see the module docstring: negative strides)."""
+    return rewrite_text(module, UNSIGNED_WRAP_FLAGS)
 
 
 @functools.cache

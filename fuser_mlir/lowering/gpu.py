@@ -26,12 +26,12 @@ CUDA driver, here or in a process without MLIR.
 MLIR 22's ``memref`` lowering marks index arithmetic ``nuw``, which negative
 strides break; the flags are dropped from the kernels' LLVM dialect before
 serialisation, as on the CPU path
-(:func:`~fuser_mlir.lowering.cpu.drop_unsigned_wrap_flags`). Its
+(:data:`~fuser_mlir.lowering.cpu.UNSIGNED_WRAP_FLAGS`). Its
 ``gpu.dynamic_shared_memory`` lowering declares the dynamic shared memory an
 *internal* zero-length global, which PTX makes a one-byte static variable:
 the kernel's static shared memory (``gpu.all_reduce``'s buffers) then lies
-inside the dynamic buffer. The global is made external in the same pass
-(:data:`EXTERN_DYNAMIC_SHARED`), so PTX declares ``.extern .shared ... []``.
+inside the dynamic buffer. The global is made external in the same text
+rewrite (:data:`EXTERN_DYNAMIC_SHARED`), so PTX declares ``.extern .shared ... []``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from pathlib import Path
 from fuser_mlir import config
 from fuser_mlir._mlir import ir
 from fuser_mlir.errors import CompileError, PipelineError
-from fuser_mlir.lowering.cpu import copies_as_linalg, drop_unsigned_wrap_flags, segments_only
+from fuser_mlir.lowering.cpu import UNSIGNED_WRAP_FLAGS, copies_as_linalg, rewrite_text, segments_only
 from fuser_mlir.lowering.gpu_schedule import schedule_segment
 from fuser_mlir.passes.lower_to_cpu import symbol_name
 from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, run_pipeline, save_reproducer
@@ -194,7 +194,7 @@ def to_ptx(kernels: ir.Module, arch: str, source: str = "") -> str:
     except PipelineError as err:
         raise _failed(err, source or str(kernels)) from None
     _require_libdevice(kernels, libdevice)
-    lowered = drop_unsigned_wrap_flags(kernels, EXTERN_DYNAMIC_SHARED)
+    lowered = rewrite_text(kernels, (*UNSIGNED_WRAP_FLAGS, *EXTERN_DYNAMIC_SHARED))
     try:
         run_pipeline(lowered, binary_pipeline(arch, str(libdevice) if libdevice else ""))
     except PipelineError as err:

@@ -210,6 +210,18 @@ def layer_norm_f32():
     return fd
 
 
+def layer_norm_bf16():
+    """A layer norm of bfloat16 tensors computed in float32."""
+    with FusionDefinition() as fd:
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        b = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+        normed = centered * fd.ops.rsqrt(fd.ops.mean(centered * centered, dims=[1], keepdim=True))
+        fd.add_output(fd.ops.cast(normed * w + b, dtype=DataType.BFloat16))
+    return fd
+
+
 def softmax_f32():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
@@ -253,13 +265,6 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory():
     buffer external, apart from the static buffers of gpu.all_reduce."""
     needs_libdevice()
 
-    def bf16_layer_norm():
-        with FusionDefinition() as fd:
-            x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
-            centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
-            fd.add_output(fd.ops.cast(centered * fd.ops.rsqrt(fd.ops.mean(centered * centered, dims=[1], keepdim=True)), dtype=DataType.BFloat16))
-        return fd
-
     context, module = outlined(layer_norm_f32())
     with context, ir.Location.unknown():
         program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
@@ -278,9 +283,9 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory():
     kernel = program.ptx[program.ptx.index(f".entry {staged[0].kernel}(") :]
     kernel = kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
     assert kernel.count("st.shared.v4") == 8 and kernel.count("ld.shared.v4") == 2 * 4  # x kept; 2 passes read it by 4 slots
-    context, module = outlined(bf16_layer_norm())
+    context, module = outlined(layer_norm_bf16())
     with context, ir.Location.unknown():
-        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 2})
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 4})
     (segment,) = scheduled.programs.values()
     assert not any(launch.shared_bytes for launch in segment.launches)
 
@@ -293,17 +298,7 @@ def test_row_variants_that_rows_fill_and_register_caps():
     capped at 80 registers; a softmax's (32) is not (the directive alone
     changes ptxas's code)."""
 
-    def bf16_layer_norm():
-        with FusionDefinition() as fd:
-            x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
-            w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
-            b = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
-            centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
-            normed = centered * fd.ops.rsqrt(fd.ops.mean(centered * centered, dims=[1], keepdim=True))
-            fd.add_output(fd.ops.cast(normed * w + b, dtype=DataType.BFloat16))
-        return fd
-
-    for build, inputs, capped in [(softmax_bf16, 1, False), (bf16_layer_norm, 3, True)]:
+    for build, inputs, capped in [(softmax_bf16, 1, False), (layer_norm_bf16, 3, True)]:
         context, module = outlined(build())
         with context, ir.Location.unknown():
             scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})

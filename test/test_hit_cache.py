@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
-from fuser_mlir.errors import InputError
+from fuser_mlir.errors import DeviceError, InputError
 
 RNG = np.random.default_rng(9)
 
@@ -199,5 +199,45 @@ def test_torch_hits_return_torch_tensors_on_the_current_stream(device):
     assert fec.run([x, y, 4], [given])[0] is given
     assert fec.run([x, y, 5], [given])[0] is given
     torch.testing.assert_close(given, x * 5 + y)
+    with pytest.raises(InputError, match="output 0 overlaps input 1"):
+        fec.run([x, y, 5], [y])
+
+
+def test_torch_hits_take_the_guarded_replay_only_for_the_same_raw_properties(device):
+    """The entry hit last runs as a replay with its checks built in
+    (HitEntry.fast): with torch tensors it must take new tensors of the same
+    raw properties, and leave every other call to the table and the full path."""
+    if device == "cpu":
+        pytest.skip("CUDA only")
+    torch = pytest.importorskip("torch")
+    fec = FusionExecutorCache(scaled_add())
+    x, y = torch.randn(1024, device=device), torch.randn(1024, device=device)
+    fec.run([x, y, 2])
+    fec.run([x, y, 3])  # the first hit makes the guarded replay
+    fast = fec._hits.last
+    assert fast is not None and "x0.data_ptr()" in fast.source
+    x2, y2 = torch.randn(1024, device=device), torch.randn(1024, device=device)
+    (out,) = fast([x2, y2, 5], None, fec.memory)
+    torch.testing.assert_close(out, x2 * 5 + y2)
+    wide = torch.randn(2048, device=device)
+    others = {
+        "shape": [x[:512], y[:512]],
+        "strides": [wide[::2], y],
+        "alignment class": [wide[1:1025], y],
+        "dtype": [x.double(), y],
+        "device": [x.cpu(), y],
+    }
+    for label, (a, b) in others.items():
+        assert fast([a, b, 5], None, fec.memory) is None, label
+        if label in ("dtype", "device"):
+            with pytest.raises((InputError, DeviceError)):
+                fec.run([a, b, 5])
+            continue
+        before = a.clone()
+        (out,) = fec.run([a, b, 5])
+        torch.testing.assert_close(out, a * 5 + b, msg=label)
+        torch.testing.assert_close(a, before, msg=label)
+    given = torch.full_like(x, float("nan"))
+    assert fast([x, y, 5], [given], fec.memory) is None  # outputs given: another signature
     with pytest.raises(InputError, match="output 0 overlaps input 1"):
         fec.run([x, y, 5], [y])

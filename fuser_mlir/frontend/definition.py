@@ -519,7 +519,10 @@ class FusionDefinition:
         launches of a cache hit as one CUDA graph)."""
         if self._active:
             raise DefinitionError(f"fd.execute called inside the `with` block of {self.name!r}; run the fusion after the block ends")
-        return self._executor_cache().run(inputs, outputs, cuda_graph=cuda_graph)
+        executor = self._executor
+        if executor is None or executor.device is not None:  # none yet, or one compile(device=...) made
+            executor = self._executor_cache()
+        return executor.run(inputs, outputs, cuda_graph=cuda_graph)
 
     def compile(self, inputs: Sequence[object], outputs=None, device: str | None = None):
         """The CompiledFusion these arguments run with (compiled on first use);

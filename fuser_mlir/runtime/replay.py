@@ -24,11 +24,15 @@ statements, constants inlined, no loops or dispatch):
     and temporaries (one ``torch.empty`` when torch is in play, else one
     stream-ordered DeviceArray; buffers at 256-byte aligned offsets, and
     buffers whose lifetimes do not meet share bytes, so the arena is about
-    the plan's largest live set), writes the pointer and scalar slots and
-    launches every kernel through ctypes on the current stream (torch's
+    the plan's largest live set), writes the pointer cells and scalar slots
+    and launches every kernel through ctypes on the current stream (torch's
     current stream for torch tensors, else the legacy default stream). The
     arena is dropped after the last launch, freed in stream order like the
-    buffers of the general path.
+    buffers of the general path. Made twice per hit entry on one trace: as
+    ``replay(args, given, pointers, memory)`` for the hit table's lookup,
+    and with the entry's checks written out at its head
+    (:class:`fuser_mlir.hit_cache.Guard`) as ``replay(inputs, outputs,
+    memory)``, which the executor tries first for the entry hit last.
 
 ``graph_replay``
     (``cuda_graph=True``) builds a CUDA graph once, explicitly: one kernel
@@ -45,11 +49,14 @@ statements, constants inlined, no loops or dispatch):
     arena is never used by two replays at once. Dropping the entry
     synchronizes the device, destroys the graph and frees the arena.
 
-Per call the replay reads nothing from the tensors: the hit cache read every
-data pointer once, for its signature, and hands them over (the same pointers
-serve its overlap checks). Slot arrays (and a graph's node parameters) belong
-to the replay, so a call holds the replay's lock while it writes them and
-launches.
+Per call the table's replay reads nothing from the tensors: the hit cache
+read every data pointer once, for its signature, and hands them over (the
+same pointers serve its overlap checks). A pointer is written once per call
+however many kernel parameters take it: the allocated and aligned pointer
+of every descriptor, in every launch, point at one 8-byte cell per pointer
+(:class:`PointerCells`; the driver copies the values at each launch). Cells
+and slot arrays (and a graph's node parameters) belong to the trace, so a
+call holds the trace's lock while it writes them and launches.
 
 A plan is not replayed (:class:`NotReplayable`; the hit then takes the
 general path) when a formula of a launch program reads a scalar input's value
@@ -65,7 +72,7 @@ import functools
 import math
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fuser_mlir.errors import CudaError
 from fuser_mlir.runtime import cuda
@@ -106,10 +113,12 @@ class TracedLaunch:
     """One kernel launch of a trace.
 
     ``slots`` holds the kernel parameters with every constant filled in;
-    ``pointer_slots`` are ``(slot, source)``: slots ``slot`` and ``slot + 1``
-    (allocated and aligned pointer of a memref descriptor) take the pointer of
-    ``source`` per call, ``("arena", offset)`` being the arena's address plus
-    ``offset``; ``scalar_slots`` are ``(slot, fusion input, format)``."""
+    ``pointer_slots`` are ``(slot, source)``: parameters ``slot`` and
+    ``slot + 1`` (allocated and aligned pointer of a memref descriptor) take
+    the pointer of ``source`` per call, ``("arena", offset)`` being the
+    arena's address plus ``offset`` (their entries in ``pointers`` point at
+    the trace's cell for ``source``, not at ``slots``); ``scalar_slots`` are
+    ``(slot, fusion input, format)``."""
 
     kernel: str
     handle: int  # the CUfunction
@@ -128,6 +137,19 @@ class TracedLaunch:
 
 
 @dataclass
+class PointerCells:
+    """The per-call pointers of a trace's launches, one 8-byte cell per
+    source (``index``: source -> cell); see :func:`_share_pointer_cells`."""
+
+    values: ctypes.Array
+    index: dict
+
+    def name(self, source: tuple) -> str:
+        """The cell's element in generated code (the array is the constant ``C``)."""
+        return f"C[{self.index[source]}]"
+
+
+@dataclass
 class Trace:
     """The fixed part of a hit entry's calls (see the module docstring)."""
 
@@ -140,6 +162,10 @@ class Trace:
     allocated_bytes: int
     peak_bytes: int  # the plan's largest live set, inputs and given outputs included
     base_bytes: int  # inputs and given outputs
+    cells: PointerCells  # what the launches' pointer parameters read
+    #: held by a call while it writes the cells and slots and launches (the
+    #: trace's replays share the cells and slots)
+    lock: object = field(default_factory=threading.Lock)
 
 
 # -- tracing -----------------------------------------------------------------------------
@@ -201,13 +227,29 @@ def trace(plan: LaunchPlan, kernels: dict, args, given: dict) -> Trace:
         launch.pointer_slots = tuple(
             (slot, ("arena", offsets[source[1]]) if source[0] == "arena" else source) for slot, source in launch.pointer_slots
         )
+    cells = _share_pointer_cells(launches)
     results = []
     for buffer_id in plan.outputs:
         buf = plan.buffers[buffer_id]
         if buf.kind not in ("input", "given", "output"):
             raise NotReplayable(f"visible output b{buffer_id} is an {buf.kind} buffer")
         results.append((buf.kind, buffer_id if buf.kind == "output" else buf.index))
-    return Trace(launches, outputs, arena_bytes, offsets, results, allocations, allocated, peak, base)
+    return Trace(launches, outputs, arena_bytes, offsets, results, allocations, allocated, peak, base, cells)
+
+
+def _share_pointer_cells(launches: list[TracedLaunch]) -> PointerCells:
+    """One 8-byte cell per pointer source, which every kernel parameter
+    taking that pointer (allocated and aligned pointer of each descriptor,
+    in every launch) points at: a call writes each pointer once, however
+    many descriptors and kernels take it (the driver copies the values at
+    each launch, or at each graph node update)."""
+    sources = sorted({source for launch in launches for _, source in launch.pointer_slots})
+    cells = PointerCells((ctypes.c_int64 * max(1, len(sources)))(), {source: k for k, source in enumerate(sources)})
+    base = ctypes.addressof(cells.values)
+    for launch in launches:
+        for slot, source in launch.pointer_slots:
+            launch.pointers[slot] = launch.pointers[slot + 1] = base + 8 * cells.index[source]
+    return cells
 
 
 def _tensor(source: tuple, array) -> _Tensor:
@@ -325,6 +367,36 @@ class _Writer:
         return function
 
 
+class Arguments:
+    """How generated code reads a call's arguments: the hit table's
+    ``replay(args, given, pointers, memory)`` (the default), or a function
+    that checks the arguments itself (:class:`fuser_mlir.hit_cache.Guard`)."""
+
+    #: the generated function's parameters
+    parameters = "args, given, pointers, memory"
+
+    def __init__(self, input_at: dict, given_at: dict):
+        self.input_at = input_at
+        self.given_at = given_at
+
+    def write(self, w: _Writer, sources: list) -> None:
+        """Statements binding the pointer of each input and given output among
+        ``sources`` (``p<input>``, ``g<output>``; new outputs': see _prologue)."""
+        for kind, index in sources:
+            if kind == "input":
+                w.line(f"p{index} = pointers[{self.input_at[index]}]")
+            elif kind == "given":
+                w.line(f"g{index} = pointers[{self.given_at[index]}]")
+
+    def arg(self, index: int) -> str:
+        """Fusion input ``index`` (a scalar as the full validation converts it)."""
+        return f"args[{index}]"
+
+    def given(self, index: int) -> str:
+        """The given buffer of visible output ``index``."""
+        return f"given[{index}]"
+
+
 def _pointer_expression(source: tuple) -> str:
     """The name of a pointer in the generated code (an arena buffer's: ``a<offset>``)."""
     kind, index = source
@@ -336,11 +408,12 @@ def _pointer_expression(source: tuple) -> str:
 CONTEXT_ERRORS = (201, 400)
 
 
-def _prologue(w: _Writer, trace: Trace, *, device: int, torch_outputs: bool, allocate, current_stream, ensure, check_context: bool = True) -> None:
-    """Context check (unless the caller retries a launch the context made
-    fail, see plain_replay), stream, new outputs and the pointers the
-    launches read."""
-    w.lines.append("def replay(args, given, pointers, memory):")
+def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, torch_outputs: bool, allocate, current_stream, ensure, check_context: bool = True) -> None:
+    """The arguments' checks and pointers (``arguments``), context check
+    (unless the caller retries a launch the context made fail, see
+    plain_replay), stream, and new outputs."""
+    w.lines.append(f"def replay({arguments.parameters}):")
+    arguments.write(w, _sources(trace))
     w.constant("ensure", ensure)
     if check_context:
         w.line(f"ensure({device})")
@@ -357,35 +430,28 @@ def _prologue(w: _Writer, trace: Trace, *, device: int, torch_outputs: bool, all
         w.line(f"q{buffer_id} = o{buffer_id}{data}")
 
 
-def _read_pointers(w: _Writer, sources: list, input_at: dict, given_at: dict) -> None:
-    """The pointers of inputs and given outputs, from the hit cache's list (new outputs': see _prologue)."""
-    for kind, index in sources:
-        if kind == "input":
-            w.line(f"p{index} = pointers[{input_at[index]}]")
-        elif kind == "given":
-            w.line(f"g{index} = pointers[{given_at[index]}]")
+def _write_cells(w: _Writer, trace: Trace, sources, indent: int) -> None:
+    """One statement writing the cells of ``sources`` (see PointerCells)."""
+    if sources:
+        cells = w.constant("C", trace.cells.values)
+        targets = ", ".join(f"{cells}[{trace.cells.index[s]}]" for s in sources)
+        w.line(f"{targets} = {', '.join(map(_pointer_expression, sources))}", indent)
 
 
-def _write_slots(w: _Writer, n: int, launch: TracedLaunch, indent: int, *, arena_too: bool = True) -> None:
-    """Statements writing the per-call slots of launch ``n`` (arena pointers too unless they are fixed: graphs)."""
+def _write_scalars(w: _Writer, n: int, launch: TracedLaunch, arguments: Arguments, indent: int) -> None:
+    """Statements writing the scalar slots of launch ``n``."""
     slots = w.constant(f"S{n}", launch.slots)
-    targets: dict[tuple, list[str]] = {}  # one chained assignment per source
-    for slot, source in launch.pointer_slots:
-        if source[0] != "arena" or arena_too:
-            targets.setdefault(source, []).extend([f"{slots}[{slot}]", f"{slots}[{slot + 1}]"])
-    for source, names in targets.items():
-        w.line(f"{' = '.join(names)} = {_pointer_expression(source)}", indent)
     base = ctypes.addressof(launch.slots)
     for slot, index, fmt in launch.scalar_slots:
         if fmt in ("f", "d"):  # written in place: the low bytes of the slot, as _scalar_bits gives them
             view = (ctypes.c_float if fmt == "f" else ctypes.c_double).from_address(base + 8 * slot)
-            w.line(f"{w.constant(f'V{n}_{slot}', view)}.value = args[{index}]", indent)
+            w.line(f"{w.constant(f'V{n}_{slot}', view)}.value = {arguments.arg(index)}", indent)
         else:
             w.constant("bits", cuda._scalar_bits)
-            w.line(f"{slots}[{slot}] = bits({fmt!r}, args[{index}])", indent)
+            w.line(f"{slots}[{slot}] = bits({fmt!r}, {arguments.arg(index)})", indent)
 
 
-def _epilogue(w: _Writer, trace: Trace, allocations: int, allocated: int, peak: int) -> None:
+def _epilogue(w: _Writer, trace: Trace, arguments: Arguments, allocations: int, allocated: int, peak: int) -> None:
     if allocations:
         w.line(f"memory.allocations += {allocations}")
         w.line(f"memory.allocated_bytes += {allocated}")
@@ -394,7 +460,7 @@ def _epilogue(w: _Writer, trace: Trace, allocations: int, allocated: int, peak: 
     w.line("memory.peak_live_bytes = peak", 2)
     results = []
     for kind, index in trace.results:
-        results.append({"input": f"args[{index}]", "given": f"given[{index}]", "output": f"o{index}"}[kind])
+        results.append({"input": arguments.arg, "given": arguments.given, "output": lambda i: f"o{i}"}[kind](index))
     w.line(f"return [{', '.join(results)}]")
 
 
@@ -403,22 +469,27 @@ def _sources(trace: Trace) -> list:
     return sorted({source for launch in trace.launches for _, source in launch.pointer_slots if source[0] != "arena"})
 
 
-def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: dict, given_at: dict, allocate=None, current_stream=None, ensure=None):
+def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: dict | None = None, given_at: dict | None = None, arguments: Arguments | None = None, allocate=None, current_stream=None, ensure=None):
     """The per-call function of a trace, launching kernel by kernel:
     ``replay(args, given, pointers, memory) -> outputs`` (see the module
     docstring). With torch tensors (``torch_outputs``) the thread's CUDA
     context is not checked before launching (torch keeps its device's
     primary context current; the check costs 1 µs on the H200 host): when
     the first launch answers that the context is wrong
-    (:data:`CONTEXT_ERRORS`), the replay makes it current and launches again. ``input_at``/``given_at`` say where in ``pointers`` the
-    data pointer of each tensor input / given output is. ``allocate``,
-    ``current_stream`` and ``ensure`` default to the CUDA runtime's
-    (``_allocator``, torch's current raw stream or the legacy default stream,
-    ``ensure_context``); tests pass their own."""
+    (:data:`CONTEXT_ERRORS`), the replay makes it current and launches
+    again. ``input_at``/``given_at`` say where in ``pointers`` the data
+    pointer of each tensor input / given output is; or ``arguments`` says
+    how the function reads its arguments (a hit cache's guard:
+    ``replay(inputs, outputs, memory)``, None when they do not match).
+    ``allocate``, ``current_stream`` and ``ensure`` default to the CUDA
+    runtime's (``_allocator``, torch's current raw stream or the legacy
+    default stream, ``ensure_context``); tests pass their own."""
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
+    if arguments is None:
+        arguments = Arguments(input_at, given_at)
     w = _Writer()
     _prologue(
-        w, trace, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure,
+        w, trace, arguments, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure,
         check_context=not torch_outputs,
     )
     if trace.arena_bytes:
@@ -426,13 +497,13 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
         w.line("a0 = arena" + (".data_ptr()" if torch_outputs else ".ptr"))
         for offset in sorted({s[1] for launch in trace.launches for _, s in launch.pointer_slots if s[0] == "arena"} - {0}):
             w.line(f"a{offset} = a0 + {offset}")
-    _read_pointers(w, _sources(trace), input_at, given_at)
     if trace.launches:  # none: every tensor is empty
         w.line("with lock:")
-    w.constant("lock", threading.Lock())
+        _write_cells(w, trace, sorted(trace.cells.index), 2)
+    w.constant("lock", trace.lock)
     w.constant("failed", _launch_failed)
     for n, launch in enumerate(trace.launches):
-        _write_slots(w, n, launch, 2)
+        _write_scalars(w, n, launch, arguments, 2)
         handle = w.constant(f"H{n}", ctypes.c_void_p(launch.handle))
         params = w.constant(f"P{n}", ctypes.c_void_p(launch.params))
         w.constant(f"launch{n}", launch.raw)
@@ -453,7 +524,7 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
         w.line(f"raise failed(L{n}, code)", 3)
     if trace.arena_bytes:
         w.line("del arena  # freed in stream order, after the launches above")
-    _epilogue(w, trace, trace.allocations, trace.allocated_bytes, trace.peak_bytes)
+    _epilogue(w, trace, arguments, trace.allocations, trace.allocated_bytes, trace.peak_bytes)
     replay = w.function("replay")
     replay.trace = trace
     replay.graph_bytes = 0
@@ -532,10 +603,10 @@ class GraphReplay:
         api.check(api.create(ctypes.addressof(handles.graph), 0), "cuGraphCreate")
         self.nodes: list[ctypes.c_void_p] = []
         self.params: list[cuda.KernelNodeParams] = []
+        for source, k in trace.cells.index.items():
+            if source[0] == "arena":
+                trace.cells.values[k] = base + source[1]
         for launch in trace.launches:
-            for slot, source in launch.pointer_slots:
-                if source[0] == "arena":
-                    launch.slots[slot] = launch.slots[slot + 1] = base + source[1]
             params = cuda.KernelNodeParams(
                 func=launch.handle, gridDimX=launch.grid[0], gridDimY=launch.grid[1], gridDimZ=launch.grid[2],
                 blockDimX=launch.block[0], blockDimY=launch.block[1], blockDimZ=launch.block[2],
@@ -555,7 +626,6 @@ class GraphReplay:
         self.bytes = trace.arena_bytes
 
 
-
 def graph_replay(
     trace: Trace, *, device: int, torch_outputs: bool, input_at: dict, given_at: dict,
     allocate=None, current_stream=None, ensure=None, api=None, allocate_arena=None,
@@ -568,12 +638,13 @@ def graph_replay(
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
     graph = GraphReplay(trace, device, api=api, allocate_arena=allocate_arena)
     w = _Writer()
-    _prologue(w, trace, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure)
+    arguments = Arguments(input_at, given_at)
+    _prologue(w, trace, arguments, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure)
     if trace.launches:  # none: every tensor is empty
-        _graph_launch(w, trace, graph, input_at, given_at)
+        _graph_launch(w, trace, graph, arguments)
     output_bytes = sum(math.prod(shape) * numpy_dtype(dtype).itemsize for _, shape, dtype in trace.outputs)
     peak = trace.base_bytes + output_bytes + trace.arena_bytes  # the graph's arena is live in every replay
-    _epilogue(w, trace, len(trace.outputs), output_bytes, peak)
+    _epilogue(w, trace, arguments, len(trace.outputs), output_bytes, peak)
     replay = w.function("replay")
     replay.trace = trace
     replay.graph = graph
@@ -581,29 +652,31 @@ def graph_replay(
     return replay
 
 
-def _graph_launch(w: _Writer, trace: Trace, graph: GraphReplay, input_at: dict, given_at: dict) -> None:
+def _graph_launch(w: _Writer, trace: Trace, graph: GraphReplay, arguments: Arguments) -> None:
     """Update the nodes whose per-call values changed since the last replay, launch the graph."""
     sources = _sources(trace)
     scalars = sorted({index for launch in trace.launches for _, index, _ in launch.scalar_slots})
-    _read_pointers(w, sources, input_at, given_at)
-    changing = [_pointer_expression(s) for s in sources] + [f"args[{i}]" for i in scalars]
+    changing = [_pointer_expression(s) for s in sources] + [arguments.arg(i) for i in scalars]
     flag = {expression: f"c{k}" for k, expression in enumerate(changing)}
     w.constant("last", [None] * len(changing))  # the values of the last replay (None: set every node)
     w.constant("failed", cuda.call_error)
-    w.constant("lock", threading.Lock())
+    w.constant("lock", trace.lock)
     w.constant("set_params", graph.api.set_kernel_params)
     w.constant("graph_launch", graph.api.launch)
     exec_handle = w.constant("EXEC", graph.handles.exec)
     w.line("with lock:")
     for expression, name in flag.items():
         w.line(f"{name} = {expression} != last[{name[1:]}]", 2)
+    if changing:
+        w.line(f"if {' or '.join(flag.values())}:", 2)
+        _write_cells(w, trace, sources, 3)  # arena cells: fixed when the graph was built
     for n, launch in enumerate(trace.launches):
         used = [flag[_pointer_expression(s)] for _, s in launch.pointer_slots if s[0] != "arena"]
-        used += [flag[f"args[{i}]"] for _, i, _ in launch.scalar_slots]
+        used += [flag[arguments.arg(i)] for _, i, _ in launch.scalar_slots]
         if not used:
             continue  # every parameter fixed: set once, when the graph was built
         w.line(f"if {' or '.join(dict.fromkeys(used))}:", 2)
-        _write_slots(w, n, launch, 3, arena_too=False)
+        _write_scalars(w, n, launch, arguments, 3)
         node = w.constant(f"N{n}", graph.nodes[n])
         params = w.constant(f"K{n}", ctypes.c_void_p(ctypes.addressof(graph.params[n])))
         w.line(f"code = set_params({exec_handle}, {node}, {params})", 3)

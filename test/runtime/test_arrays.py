@@ -241,6 +241,24 @@ def test_dlpack_only_arrays(monkeypatch):
         device_view(cuda)
 
 
+def test_a_host_dlpack_array_is_not_taken_for_a_cuda_array():
+    """A torch CPU tensor speaks DLPack on the host: not a CUDA array, so a
+    call naming it gets the usual message for a wrong argument (it got
+    AttributeError from device inference, or was called a CUDA array)."""
+    from fuser_mlir import DataType, FusionDefinition
+    from fuser_mlir.executor import infer_device, value_device
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x + y)
+    host, device = DlpackOnly(1), DeviceArray(0x1000, (4,), (4,), np.float32)
+    assert value_device(host) is None and value_device(DlpackOnly(2)) == "cuda"
+    assert infer_device(fd, [host, device], None) == "cuda:0"
+    with pytest.raises(InputError, match="input 0 must be a NumPy array of dtype float32, got test_arrays.DlpackOnly"):
+        fd.execute([host, np.ones(4, np.float32)])
+
+
 def test_the_arrays_module_imports_without_mlir_cuda_or_torch():
     code = (
         "import sys, fuser_mlir.runtime.arrays\n"

@@ -13,7 +13,7 @@ import pytest
 
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.compiler import compile_fusion
-from fuser_mlir.errors import CudaError, DeviceError
+from fuser_mlir.errors import CudaError, DeviceError, InputError
 from fuser_mlir.executor import layout_of, tensor_signature
 from fuser_mlir.runtime import cuda, replay
 from fuser_mlir.runtime.arrays import DeviceArray, contiguous_strides
@@ -341,6 +341,121 @@ def test_a_hit_runs_the_generated_replay_on_the_callers_pointers(stubbed_hits):
     runner = entry.replay
     fec._hits.remember([x2, y], [out2], compiled, {0: out2})
     assert fec._hits._entries == {fec._hits.signature([x, y], [out]): entry} and entry.replay is runner
+
+
+def scaled_in_place():
+    """x <- x * s + y * k in place (visible: the visible output may be given x
+    itself or a separate buffer), with a float and an int scalar."""
+    with FusionDefinition(name="scaled_in_place") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Float)
+        k = fd.define_scalar(dtype=DataType.Int)
+        t = x * s + y * k
+        fd.add_output(t, x)
+        fd.add_output(t)
+    return fd
+
+
+def guard_cases():
+    """(fusion, inputs, outputs remembered, variants): each variant is
+    ``(label, inputs, outputs, fast)``, ``fast`` True where the guarded
+    replay must take the call itself (else it may leave it to the table)."""
+    x, y = inputs_2d()
+    out = device_array(0x3000_0000, (33, 70))
+    far = device_array(0x5800_0000, (33, 70))
+    moved = [device_array(0x5000_0000, (33, 70)), device_array(0x5400_0000, (33, 70))]
+    column = device_array(0x6000_0000, (33, 70), strides=(4, 33 * 4))
+    chain_variants = [
+        ("same arrays", [x, y], [out], True),
+        ("other addresses", moved, [far], True),
+        ("a tuple", (x, y), (out,), True),
+        ("other shape", [device_array(x.ptr, (33, 71)), device_array(y.ptr, (33, 71))], [device_array(out.ptr, (33, 71))], False),
+        ("other strides", [column, y], [out], False),
+        ("other dtype", [x, y], [device_array(out.ptr, (33, 70), "float64")], False),
+        ("other alignment class", [device_array(x.ptr + 4, (33, 70)), y], [out], False),
+        ("other device", [x, DeviceArray(y.ptr, (33, 70), y.strides, y.dtype, device=1)], [out], False),
+        ("read-only output", [x, y], [DeviceArray(out.ptr, (33, 70), out.strides, out.dtype, readonly=True)], False),
+        ("output is an input", [x, y], [x], False),
+        ("output overlaps an input's end", [x, y], [device_array(y.ptr + 9152, (33, 70))], False),  # 9240 bytes each
+        ("output ends 8 bytes below an input", [x, y], [device_array(y.ptr - 9248, (33, 70))], True),
+        ("no outputs", [x, y], None, False),
+        ("output None", [x, y], [None], False),
+        ("one input", [x], [out], False),
+        ("a NumPy input", [np.ones((33, 70), np.float32), y], [out], False),
+    ]
+    a, b = device_array(0x1000_0000, (8, 16)), device_array(0x2000_0000, (8, 16))
+    separate = device_array(0x3000_0000, (8, 16))
+    in_place = [
+        ("same arrays", [a, b, 2.5, 3], [separate], True),
+        ("an int and a bool for the scalars", [a, b, 2, True], [separate], True),
+        ("a NumPy scalar", [a, b, np.float32(2.5), 3], [separate], False),
+        ("a float for the int scalar", [a, b, 2.5, 3.0], [separate], False),
+        ("a string scalar", [a, b, "2.5", 3], [separate], False),
+        ("given its in-place input itself", [a, b, 2.5, 3], [a], False),
+        ("another array over its in-place input", [a, b, 2.5, 3], [device_array(a.ptr, (8, 16))], False),
+        ("a separate buffer elsewhere", [a, b, 2.5, 3], [device_array(0x4000_0000, (8, 16))], True),
+        ("overlapping the other input", [a, b, 2.5, 3], [device_array(b.ptr + 256, (8, 16))], False),
+    ]
+    return [(chain(3), [x, y], [out], chain_variants), (scaled_in_place(), [a, b, 2.5, 3], [separate], in_place)]
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["chain", "scalars and in place"])
+def test_the_guarded_replay_takes_exactly_the_calls_the_table_gives_its_entry(stubbed_hits, case):
+    """HitEntry.fast (the replay with the entry's checks built in) must never
+    take a call that lookup() would not give its entry, and must launch what
+    the table's replay launches for the calls it takes."""
+    recorder, remember = stubbed_hits
+    fd, inputs, outputs, variants = guard_cases()[case]
+    fec = FusionExecutorCache(fd)
+    remember(fec, fd, inputs, outputs)
+    fec.run(inputs, outputs)  # the first hit makes the replays
+    (entry,) = fec._hits._entries.values()
+    assert fec._hits.last is entry.fast and "def replay(inputs, outputs, memory):" in entry.fast.source
+    for label, args, given, fast in variants:
+        recorder.calls = []
+        memory = MemoryStats()
+        results = entry.fast(args, given, memory)
+        guarded = recorder.calls
+        try:
+            hit = fec._hits.lookup(args, given)
+        except InputError:  # the table's answer to a string scalar: the full path's message
+            hit = None
+        found = hit is not None and hit[0] is entry
+        assert (results is not None) == fast, label
+        assert found or results is None, f"{label}: the guard took a call the table does not give its entry"
+        if results is None:
+            assert guarded == [], label
+            continue
+        recorder.calls = []
+        table_memory = MemoryStats()
+        _, table_args, table_given, pointers = hit
+        expected = entry.replay(table_args, table_given, pointers, table_memory)
+        assert guarded == recorder.calls and guarded, label
+        assert all(r is e for r, e in zip(results, expected)) and len(results) == len(expected), label
+        assert memory == table_memory, label
+
+
+def test_the_executor_tries_the_entry_hit_last_then_the_table(stubbed_hits):
+    recorder, remember = stubbed_hits
+    fd = chain(3)
+    fec = FusionExecutorCache(fd)
+    x, y = inputs_2d()
+    wide = inputs_2d(33, 140, base=0x4000_0000)
+    out, wide_out = device_array(0x3000_0000, (33, 70)), device_array(0x7000_0000, (33, 140))
+    remember(fec, fd, [x, y], [out])
+    remember(fec, fd, wide, [wide_out])
+    assert fec._hits.last is None  # a new entry resets it
+    entries = dict(fec._hits._entries)
+    for call in range(3):
+        for args, given in (([x, y], [out]), (wide, [wide_out])):
+            assert fec.run(args, given)[0] is given[0]
+            assert fec._hits.last is entries[fec._hits.signature(args, given)].fast
+    assert fec.stats.hits == 6 and len(recorder.calls) == 18
+    # the same shape twice in a row: the second call takes the guarded replay
+    before = fec._hits.last
+    fec.run(wide, [wide_out])
+    assert fec._hits.last is before and fec.stats.hits == 7
 
 
 def test_cuda_graph_on_the_cpu_is_an_error_naming_the_fix():

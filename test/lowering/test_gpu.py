@@ -10,6 +10,7 @@ import pytest
 from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
+from fuser_mlir.lowering import gpu
 from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu
 from fuser_mlir.runtime.launch import SegmentProgram, evaluate
 from fuser_mlir.pipeline import run_pipeline
@@ -313,3 +314,28 @@ def test_row_variants_that_rows_fill_and_register_caps():
         assert len({launch.kernel for launch in chosen.values()}) == 4
         for cols, launch in chosen.items():
             assert ("nvvm.maxnreg = 80" in kernel_text(text, launch.kernel)) == (capped and cols == 8192)
+
+
+@pytest.mark.parametrize("contract", [True, False])
+def test_kernels_fuse_multiplies_into_adds_unless_told_not_to(monkeypatch, contract):
+    """CONTRACT_FMA marks the kernels' float mulf/addf/subf fastmath<contract>:
+    a layer norm's (x - mean)^2 sums and its scale and shift become fma.rn
+    (rounded once); without it the PTX keeps mul.rn and add.rn, which
+    ptxas may not fuse. The reassoc flags of sums are kept."""
+    needs_libdevice()
+    monkeypatch.setattr(gpu, "CONTRACT_FMA", contract)
+    context, module = outlined(layer_norm_bf16())
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    fused = len(re.findall(r"\bfma\.rn\.f32\b", program.ptx))
+    unfusable = len(re.findall(r"\bmul\.rn\.f32\b", program.ptx))  # .rn: ptxas may not fuse it either
+    assert (fused > 100, unfusable > 100) == ((True, False) if contract else (False, True)), (fused, unfusable)
+    assert fused == 0 or contract
+    with context:
+        marked = ir.Module.parse("func.func @f(%a: f32, %b: f32) -> f32 {\n"
+                                 "  %0 = arith.mulf %a, %b : f32\n"
+                                 "  %1 = arith.addf %0, %b fastmath<reassoc> : f32\n"
+                                 "  return %1 : f32\n}")
+        gpu.allow_contraction(marked)
+    assert "arith.mulf %arg0, %arg1 fastmath<contract>" in str(marked)
+    assert "arith.addf %0, %arg1 fastmath<reassoc,contract>" in str(marked)

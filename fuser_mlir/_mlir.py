@@ -15,7 +15,7 @@ import types
 
 from mlir import ir
 from mlir.dialects import arith, func, irdl
-from mlir.dialects import bufferization, gpu, linalg, math, memref, scf, tensor, vector
+from mlir.dialects import bufferization, gpu, linalg, llvm, math, memref, nvvm, scf, tensor, vector
 from mlir.execution_engine import ExecutionEngine
 from mlir.passmanager import PassManager
 from mlir.runtime import get_ranked_memref_descriptor

@@ -107,10 +107,16 @@ def nvvm_pipeline() -> str:
     return GPU_NVVM_PIPELINE
 
 
+#: The PTX ISA version kernels are written in: 8.0 (CUDA 12.0 drivers and
+#: later) has sm_90's bulk L2 prefetch (``cp.async.bulk.prefetch``), which
+#: MLIR 22's default (7.8) lacks.
+PTX_FEATURES = "+ptx80"
+
+
 def binary_pipeline(arch: str, libdevice: str) -> str:
     """NVVM kernels to PTX (``gpu.binary`` holding the PTX text)."""
     link = f" l={libdevice}" if libdevice else ""
-    return f"nvvm-attach-target{{chip={arch}{link}}}, gpu-module-to-binary{{format=isa}}"
+    return f"nvvm-attach-target{{chip={arch} features={PTX_FEATURES}{link}}}, gpu-module-to-binary{{format=isa}}"
 
 
 def kernels_pipeline(arch: str, libdevice: str) -> str:

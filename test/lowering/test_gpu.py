@@ -291,6 +291,38 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory():
     assert not any(launch.shared_bytes for launch in segment.launches)
 
 
+def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
+    """The staged and the read-per-generic vector variants of a layer norm
+    ask the L2 for the block's next row of x: one bulk prefetch per kernel
+    (x is the one input that varies along rows; the weights are not
+    prefetched). The register-cached and the scalar variants do not.
+    Bulk prefetches need PTX 8.0."""
+    needs_libdevice()
+    context, module = outlined(layer_norm_f32())
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    (segment,) = program.programs.values()
+    assert re.search(r"^\.version 8\.0$", program.ptx, re.M)
+
+    def kernel(name):
+        text = program.ptx[program.ptx.index(f".entry {name}(") :]
+        return text[: text.find(".entry", 1) if ".entry" in text[1:] else len(text)]
+
+    def chosen(cols):
+        shapes = [(3, cols), (cols,), (cols,), (3, cols)]
+        return [launch for launch in segment.launches if evaluate(launch.when, shapes, [])]
+
+    prefetching = {launch.kernel for launch in segment.launches if "cp.async.bulk.prefetch.L2.global" in kernel(launch.kernel)}
+    (staged,) = chosen(32768)
+    (per_generic,) = chosen(65536)
+    (cached,) = chosen(8192)
+    (scalar,) = chosen(65537)  # rows not a whole number of vectors: no 16-byte alignment to prefetch from
+    assert prefetching == {staged.kernel, per_generic.kernel}
+    assert staged.shared_bytes and not cached.shared_bytes and scalar.kernel not in prefetching
+    for name in prefetching:
+        assert kernel(name).count("cp.async.bulk.prefetch.L2.global") == 1
+
+
 def test_row_variants_that_rows_fill_and_register_caps():
     """Rows take the variant whose lanes' slots they fill: bfloat16 rows of 1K
     and 2K columns a warp of 4 and of 8 slots, rows of 4K a 256-thread block

@@ -571,6 +571,8 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
             tensor = torch.empty(shape, dtype=dtypes[dtype], device=where)
             return tensor if raw else arrays.device_view(tensor)
 
+        if raw:  # what generated replays call in its place: torch.empty(shape, dtype=, device=)
+            allocate.torch_empty = (torch.empty, where, lambda dtype: arrays.torch_dtype(numpy_dtype(dtype)))
         return allocate
 
     def allocate(shape, dtype):

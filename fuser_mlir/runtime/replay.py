@@ -417,17 +417,32 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
     w.constant("ensure", ensure)
     if check_context:
         w.line(f"ensure({device})")
+    default_stream = w.constant("STREAM", ctypes.c_void_p(0))
     if current_stream is not None:
         w.constant("current_stream", current_stream)
         w.constant("c_void_p", ctypes.c_void_p)
-        w.line(f"stream = c_void_p(current_stream({device}))")
+        w.line(f"stream = current_stream({device})")
+        w.line(f"stream = c_void_p(stream) if stream else {default_stream}")
     else:
-        w.line("stream = " + w.constant("STREAM", ctypes.c_void_p(0)))
-    w.constant("allocate", allocate)
+        w.line(f"stream = {default_stream}")
     data = ".data_ptr()" if torch_outputs else ".ptr"
     for buffer_id, shape, dtype in trace.outputs:
-        w.line(f"o{buffer_id} = allocate({shape!r}, {dtype!r})")
+        w.line(f"o{buffer_id} = {_allocation(w, allocate, shape, dtype)}")
         w.line(f"q{buffer_id} = o{buffer_id}{data}")
+
+
+def _allocation(w: _Writer, allocate, shape: tuple, dtype: str) -> str:
+    """The expression allocating a new buffer: the runtime's torch
+    allocations as a direct ``torch.empty`` call (see cuda._allocator), any
+    other allocator called as ``allocate(shape, dtype)``."""
+    inline = getattr(allocate, "torch_empty", None)
+    if inline is None:
+        w.constant("allocate", allocate)
+        return f"allocate({shape!r}, {dtype!r})"
+    empty, where, torch_dtype = inline
+    w.constant("empty", empty)
+    w.constant("DEVICE", where)
+    return f"empty({shape!r}, dtype={w.constant(f'T_{dtype}', torch_dtype(dtype))}, device=DEVICE)"
 
 
 def _write_cells(w: _Writer, trace: Trace, sources, indent: int) -> None:
@@ -493,7 +508,7 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
         check_context=not torch_outputs,
     )
     if trace.arena_bytes:
-        w.line(f"arena = allocate(({trace.arena_bytes},), 'uint8')")
+        w.line(f"arena = {_allocation(w, allocate, (trace.arena_bytes,), 'uint8')}")
         w.line("a0 = arena" + (".data_ptr()" if torch_outputs else ".ptr"))
         for offset in sorted({s[1] for launch in trace.launches for _, s in launch.pointer_slots if s[0] == "arena"} - {0}):
             w.line(f"a{offset} = a0 + {offset}")

@@ -235,9 +235,13 @@ class HitCache:
 
     def guard(self, entry: HitEntry) -> "Guard | None":
         """The checks of ``entry`` as generated code (see :class:`Guard`), or
-        None where a hit must take :meth:`lookup` (NumPy buffers)."""
-        if any(numpy_buffer for *_, numpy_buffer in entry.checks):
-            return None
+        None where a hit must take :meth:`lookup` (a NumPy buffer's writeable
+        flag to check) or can never be taken (an output remembered as its
+        in-place input itself, laid out otherwise: :func:`_given` always
+        sends it to the full path)."""
+        for _, alias, separate, _, _, same_layout, _, numpy_buffer in entry.checks:
+            if numpy_buffer or (alias is not None and not same_layout and not separate):
+                return None
         return Guard(self, entry)
 
 
@@ -262,7 +266,8 @@ class Guard:
     def write(self, w, sources) -> None:
         """Statements that return None on any difference, and bind each
         tensor's pointer (``p<input>``, ``g<output>``) and each scalar
-        (``s<input>``, converted as the full validation does)."""
+        (``s<input>``, converted as the full validation does): every
+        pointer, whichever of them ``sources`` (those the launches read) names."""
         cache, entry = self.cache, self.entry
         signature = iter(entry.signature)
         w.line(f"if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != {cache._num_inputs}:")
@@ -325,13 +330,9 @@ class Guard:
         taken = []
         for index, alias, separate, _, extent, same_layout, _, _ in entry.checks:
             given = f"g{index}"
-            if alias is not None:
-                if not same_layout and not separate:
-                    w.line("return None  # remembered as its input itself, but no longer laid out as it")
-                    return
-                if same_layout:
-                    w.line(f"if {given} {'==' if separate else '!='} p{alias}:")
-                    w.line("return None  # the other alias decision: the full path makes it", 2)
+            if alias is not None and same_layout:  # (not same_layout: separate, see HitCache.guard)
+                w.line(f"if {given} {'==' if separate else '!='} p{alias}:")
+                w.line("return None  # the other alias decision: the full path makes it", 2)
             if not separate or extent is None:
                 continue
             low, high = _plus(given, extent[0]), _plus(given, extent[1])

@@ -144,10 +144,6 @@ class PointerCells:
     values: ctypes.Array
     index: dict
 
-    def name(self, source: tuple) -> str:
-        """The cell's element in generated code (the array is the constant ``C``)."""
-        return f"C[{self.index[source]}]"
-
 
 @dataclass
 class Trace:

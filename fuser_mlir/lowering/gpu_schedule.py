@@ -42,7 +42,9 @@ persistent rows (a whole segment)
     a formula of the row length), and later generics read them there.
     Longer rows still are read again by each generic (from L2 at best), and
     full-size buffers are written and read back by the same lane, so no
-    barrier is needed between the generics. A float32 division by a value
+    barrier is needed between the generics. Staged and read-again blocks ask
+    the L2 for their next row as they start a row (:data:`PREFETCH_NEXT_ROW`).
+    A float32 division by a value
     of the row (a softmax's sum) is a multiplication by its reciprocal
     (:func:`_divided`).
 flat pointwise (R empty, every operand dense and read at the same index)

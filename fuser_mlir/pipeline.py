@@ -37,9 +37,15 @@ PIPELINES["fuser-cpu-pipeline"] = (
 
 # Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
 GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
+# The PTX ISA version kernels are written in: 8.0 (CUDA 12.0 drivers and
+# later) has sm_90's bulk L2 prefetch (cp.async.bulk.prefetch), which MLIR
+# 22's default (7.8) lacks: LLVM aborts the process when asked for it.
+PTX_FEATURES = "+ptx80"
 # Outlined segments to PTX for sm_90 (fuser_mlir/lowering/gpu.py also links
 # libdevice, drops nuw flags and picks the device's architecture).
-PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, nvvm-attach-target{{chip=sm_90}}, gpu-module-to-binary{{format=isa}}"
+PIPELINES["fuser-gpu-pipeline"] = (
+    f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, nvvm-attach-target{{chip=sm_90 features={PTX_FEATURES}}}, gpu-module-to-binary{{format=isa}}"
+)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.lowering.cpu import UNSIGNED_WRAP_FLAGS, copies_as_linalg, rewrite_text, segments_only
 from fuser_mlir.lowering.gpu_schedule import schedule_segment
 from fuser_mlir.passes.lower_to_cpu import symbol_name
-from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, run_pipeline, save_reproducer
+from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, PTX_FEATURES, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
 from fuser_mlir.runtime.cpu import ArgKind
 from fuser_mlir.runtime.image import KernelImage
@@ -105,12 +105,6 @@ def allow_contraction(module: ir.Module) -> None:
 def nvvm_pipeline() -> str:
     """Kernel module (gpu dialect) to the NVVM/LLVM dialects."""
     return GPU_NVVM_PIPELINE
-
-
-#: The PTX ISA version kernels are written in: 8.0 (CUDA 12.0 drivers and
-#: later) has sm_90's bulk L2 prefetch (``cp.async.bulk.prefetch``), which
-#: MLIR 22's default (7.8) lacks.
-PTX_FEATURES = "+ptx80"
 
 
 def binary_pipeline(arch: str, libdevice: str) -> str:
@@ -171,11 +165,11 @@ class GpuKernels:
     arg_kinds: dict[str, list[ArgKind]]
 
 
-def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | None = None) -> GpuKernels:
-    """Schedule the segments of ``module`` (left unchanged) into kernels.
-    ``layouts`` gives per segment the (dense, alignment) of each tensor
-    argument (see :func:`fuser_mlir.compiler.segment_layouts`); without it
-    the kernels assume strided, unaligned arguments."""
+def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | None = None, arch: str = "sm_90") -> GpuKernels:
+    """Schedule the segments of ``module`` (left unchanged) into kernels for
+    ``arch``. ``layouts`` gives per segment the (dense, alignment) of each
+    tensor argument (see :func:`fuser_mlir.compiler.segment_layouts`);
+    without it the kernels assume strided, unaligned arguments."""
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = segments_only(module)
     try:
@@ -199,7 +193,7 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
             op = op.operation
             if op.name == "func.func" and op.regions[0].blocks:  # segments_only kept segments alone
                 name = symbol_name(op)
-                programs[name] = schedule_segment(op, body, name, (layouts or {}).get(name))
+                programs[name] = schedule_segment(op, body, name, (layouts or {}).get(name), arch)
         text = _use_libdevice(str(kernels), [symbol_name(d) for d in declarations])
     return GpuKernels(ir.Module.parse(text, context=lowered.context), programs, kinds)
 
@@ -310,7 +304,7 @@ def compile_gpu(
     :func:`lower_to_gpu` for ``layouts``."""
     arch = arch or target_arch()
     source = module.operation.get_asm(enable_debug_info=True)
-    scheduled = lower_to_gpu(module, layouts)
+    scheduled = lower_to_gpu(module, layouts, arch)
     kernel_ir = str(scheduled.module)
     ptx = to_ptx(scheduled.module, arch, source)
     cubin = assemble(ptx, arch)

@@ -232,7 +232,7 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: that varies along rows and columns (PTX 8.0, sm_90). Such a block reads
 #: its row, then reduces and writes with no load of its own in flight;
 #: meanwhile the prefetch keeps memory busy, and the next row's loads hit
-#: the L2. On the H200 (256 MB, back to back): layer norm float32 of 32K
+#: the L2 (targets before sm_90 have no bulk prefetch: none there). On the H200 (256 MB, back to back): layer norm float32 of 32K
 #: columns 0.65 -> 0.71 of copy, bfloat16 0.64 -> 0.67, RMS norm 0.82 ->
 #: 0.84 and 0.79 -> 0.81. Register-cached variants do not prefetch: their
 #: several resident rows an SM already overlap, and a softmax bfloat16 of 8K
@@ -975,9 +975,10 @@ class _RowWalk:
 class _SegmentScheduler:
     """Schedules the linalg ops of one segment function into kernels."""
 
-    def __init__(self, func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None):
+    def __init__(self, func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None, arch: str = "sm_90"):
         self.func = func
         self.layouts = list(layouts or [])
+        self.bulk_prefetch = bulk_prefetch(arch)  # the target has cp.async.bulk.prefetch
         self.gpu_module_body = gpu_module_body
         self.prefix = prefix
         self.location = func.location
@@ -1571,7 +1572,7 @@ class _SegmentScheduler:
                 sizes = k.loop_sizes(plan.anchor)
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
-                    if group.prefetches and vector_lanes > 1:
+                    if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
                     if group.staged:
@@ -1837,8 +1838,19 @@ def _row_map(amap: ir.AffineMap, p: int) -> bool:
     return len(results) >= p
 
 
-def schedule_segment(func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None) -> SegmentProgram:
+def schedule_segment(
+    func: ir.Operation, gpu_module_body: ir.Block, prefix: str, layouts: Sequence | None = None, arch: str = "sm_90"
+) -> SegmentProgram:
     """Kernels for the segment function ``func`` (linalg on memrefs, generalised)
     appended to ``gpu_module_body``; returns its launch program. ``layouts``
-    has the (dense, alignment) of each argument (None: unknown, strided)."""
-    return _SegmentScheduler(func, gpu_module_body, prefix, layouts).run()
+    has the (dense, alignment) of each argument (None: unknown, strided);
+    ``arch`` is the target (``sm_XY``: what its instructions allow)."""
+    return _SegmentScheduler(func, gpu_module_body, prefix, layouts, arch).run()
+
+
+def bulk_prefetch(arch: str) -> bool:
+    """Whether ``arch`` (``sm_XY``, maybe with a suffix: ``sm_90a``) has
+    ``cp.async.bulk.prefetch`` (sm_90 and later). LLVM aborts the process
+    ("Cannot select") when asked for it on an older target."""
+    digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
+    return bool(digits) and int(digits) >= 90

@@ -37,15 +37,35 @@ PIPELINES["fuser-cpu-pipeline"] = (
 
 # Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
 GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
-# The PTX ISA version kernels are written in: 8.0 (CUDA 12.0 drivers and
-# later) has sm_90's bulk L2 prefetch (cp.async.bulk.prefetch), which MLIR
-# 22's default (7.8) lacks: LLVM aborts the process when asked for it.
-PTX_FEATURES = "+ptx80"
+
+
+def sm_number(arch: str) -> int:
+    """The number of an ``sm_XY`` target (``sm_90a``: 90); 0 when it has none."""
+    digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def ptx_features(arch: str) -> str:
+    """``nvvm-attach-target``'s ``features`` for ``arch`` (``sm_XY``): PTX ISA
+    8.0 (CUDA 12.0 drivers and later) for sm_90, whose default in MLIR 22
+    (7.8) lacks the bulk L2 prefetch (cp.async.bulk.prefetch) the row
+    kernels use there; LLVM aborts the process when asked for it. Other
+    targets keep their default: older ones get no prefetch, and sm_100 and
+    later need PTX 8.6 or more, which their default is (forcing 8.0 there
+    aborts too)."""
+    return "+ptx80" if 90 <= sm_number(arch) < 100 else ""
+
+
+def attach_target(arch: str, libdevice: str = "") -> str:
+    """The ``nvvm-attach-target`` pass for ``arch`` (libdevice linked in when given)."""
+    features = ptx_features(arch)
+    options = f"chip={arch}" + (f" features={features}" if features else "") + (f" l={libdevice}" if libdevice else "")
+    return f"nvvm-attach-target{{{options}}}"
+
+
 # Outlined segments to PTX for sm_90 (fuser_mlir/lowering/gpu.py also links
 # libdevice, drops nuw flags and picks the device's architecture).
-PIPELINES["fuser-gpu-pipeline"] = (
-    f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, nvvm-attach-target{{chip=sm_90 features={PTX_FEATURES}}}, gpu-module-to-binary{{format=isa}}"
-)
+PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, {attach_target('sm_90')}, gpu-module-to-binary{{format=isa}}"
 
 
 @dataclass(frozen=True)

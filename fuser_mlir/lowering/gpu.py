@@ -53,7 +53,7 @@ from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.lowering.cpu import UNSIGNED_WRAP_FLAGS, copies_as_linalg, rewrite_text, segments_only
 from fuser_mlir.lowering.gpu_schedule import schedule_segment
 from fuser_mlir.passes.lower_to_cpu import symbol_name
-from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, PTX_FEATURES, run_pipeline, save_reproducer
+from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, attach_target, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
 from fuser_mlir.runtime.cpu import ArgKind
 from fuser_mlir.runtime.image import KernelImage
@@ -109,8 +109,7 @@ def nvvm_pipeline() -> str:
 
 def binary_pipeline(arch: str, libdevice: str) -> str:
     """NVVM kernels to PTX (``gpu.binary`` holding the PTX text)."""
-    link = f" l={libdevice}" if libdevice else ""
-    return f"nvvm-attach-target{{chip={arch} features={PTX_FEATURES}{link}}}, gpu-module-to-binary{{format=isa}}"
+    return f"{attach_target(arch, libdevice)}, gpu-module-to-binary{{format=isa}}"
 
 
 def kernels_pipeline(arch: str, libdevice: str) -> str:

@@ -101,6 +101,7 @@ from dataclasses import dataclass, field
 
 from fuser_mlir._mlir import arith, gpu, ir, llvm, math, memref, nvvm, scf, vector
 from fuser_mlir.errors import CompileError
+from fuser_mlir.pipeline import sm_number
 from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, Temp
 
 #: Threads per block of every kernel.
@@ -1852,5 +1853,4 @@ def bulk_prefetch(arch: str) -> bool:
     """Whether ``arch`` (``sm_XY``, maybe with a suffix: ``sm_90a``) has
     ``cp.async.bulk.prefetch`` (sm_90 and later). LLVM aborts the process
     ("Cannot select") when asked for it on an older target."""
-    digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
-    return bool(digits) and int(digits) >= 90
+    return sm_number(arch) >= 90

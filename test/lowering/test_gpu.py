@@ -16,6 +16,7 @@ from fuser_mlir.dialect import make_context
 from fuser_mlir.lowering import gpu
 from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu
 from fuser_mlir.lowering.gpu_schedule import bulk_prefetch
+from fuser_mlir.pipeline import ptx_features
 from fuser_mlir.runtime.launch import SegmentProgram, evaluate
 from fuser_mlir.pipeline import run_pipeline
 
@@ -327,29 +328,36 @@ def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
         assert kernel(name).count("cp.async.bulk.prefetch.L2.global") == 1
 
 
-def test_targets_before_sm_90_get_no_bulk_prefetch():
+def test_targets_before_sm_90_get_no_bulk_prefetch_and_each_target_its_ptx_version():
     """cp.async.bulk.prefetch is sm_90's: asked for it on an older target,
     LLVM aborts the process ("Cannot select"), so the scheduler leaves it out
-    there. Compiled in a child process, so that a regression fails this test
-    instead of killing the test run."""
+    there. sm_90 needs PTX 8.0 for it (MLIR's default there is 7.8); sm_100
+    keeps its default (8.6 or later: forcing 8.0 aborts too). Compiled in a
+    child process, so that a regression fails this test instead of killing
+    the test run."""
     needs_libdevice()
     assert [bulk_prefetch(a) for a in ("sm_70", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100")] == [False] * 3 + [True] * 3
+    assert [ptx_features(a) for a in ("sm_80", "sm_90", "sm_90a", "sm_100", "sm_120")] == ["", "+ptx80", "+ptx80", "", ""]
     code = (
         "import re, sys\n"
         "sys.path.insert(0, 'test/lowering')\n"
         "from test_gpu import outlined, layer_norm_f32\n"
         "from fuser_mlir._mlir import ir\n"
         "from fuser_mlir.lowering.gpu import compile_gpu\n"
-        "for arch in ('sm_80', 'sm_90'):\n"
+        "for arch in ('sm_80', 'sm_90', 'sm_100'):\n"
         "    context, module = outlined(layer_norm_f32())\n"
         "    with context, ir.Location.unknown():\n"
         "        program = compile_gpu(module, arch=arch, load=False, layouts={'fusion_seg0': [(True, 16)] * 4})\n"
-        "    print(arch, program.ptx.count('cp.async.bulk.prefetch'))\n"
+        "    version = re.search(r'^\\.version (\\S+)$', program.ptx, re.M).group(1)\n"
+        "    print(arch, version, program.ptx.count('cp.async.bulk.prefetch'))\n"
     )
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["sm_80", "0", "sm_90", "2"]
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert [(arch, count) for arch, _, count in lines] == [("sm_80", "0"), ("sm_90", "2"), ("sm_100", "2")]
+    versions = {arch: tuple(map(int, version.split("."))) for arch, version, _ in lines}
+    assert versions["sm_90"] == (8, 0) and versions["sm_100"] >= (8, 6)
 
 
 def test_row_variants_that_rows_fill_and_register_caps():

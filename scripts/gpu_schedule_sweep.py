@@ -5,8 +5,9 @@
 SETTINGS is a Python list of strings, or a file holding one: each string is
 code run in the namespace of fuser_mlir.lowering.gpu_schedule before fresh
 fusions are compiled ("" is the code as it is; "BLOCK_CACHED = ((256, 4),)"
-sets a constant; a property of _RowGroup may be replaced too). Everything the
-module held is restored between settings. Read constants at call time only:
+sets a constant; a property of _RowGroup may be replaced too; "import
+fuser_mlir.lowering.gpu as g; g.CONTRACT_FMA = False" sets one of the kernel
+lowering). Everything both modules held is restored between settings. Read constants at call time only:
 a constant bound as a default argument or dataclass default at import does
 not follow a setting. CASES is a comma-separated list of case:dtype:hidden
 (bench/run.py's cases, e.g. layer_norm:bfloat16:8192).
@@ -27,26 +28,35 @@ import torch
 
 sys.path.insert(0, "bench")
 import run as bench  # noqa: E402
-from fuser_mlir.lowering import gpu_schedule  # noqa: E402
+from fuser_mlir.lowering import gpu, gpu_schedule  # noqa: E402
 
-def snapshot() -> dict:
-    """The module's names, and the attributes of the classes it defines."""
-    classes = {v: dict(vars(v)) for v in vars(gpu_schedule).values() if isinstance(v, type) and v.__module__ == gpu_schedule.__name__}
-    return {"module": dict(vars(gpu_schedule)), "classes": classes}
+#: What a setting may change and restore() resets: the schedulers, and the
+#: kernel lowering (a setting reaches it as ``import fuser_mlir.lowering.gpu``).
+MODULES = (gpu_schedule, gpu)
 
 
-def restore(saved: dict) -> None:
+def snapshot(modules=MODULES) -> list:
+    """Each module's names, and the attributes of the classes it defines."""
+    saved = []
+    for module in modules:
+        classes = {v: dict(vars(v)) for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__}
+        saved.append((module, dict(vars(module)), classes))
+    return saved
+
+
+def restore(saved: list) -> None:
     """Undo what a setting did: names it added are removed, the others reset."""
-    module = vars(gpu_schedule)
-    for name in set(module) - set(saved["module"]):
-        del module[name]
-    module.update(saved["module"])
-    for cls, attributes in saved["classes"].items():
-        for name in set(vars(cls)) - set(attributes):
-            delattr(cls, name)
-        for name, value in attributes.items():
-            if not name.startswith("__"):
-                setattr(cls, name, value)
+    for module, names, classes in saved:
+        namespace = vars(module)
+        for name in set(namespace) - set(names):
+            del namespace[name]
+        namespace.update(names)
+        for cls, attributes in classes.items():
+            for name in set(vars(cls)) - set(attributes):
+                delattr(cls, name)
+            for name, value in attributes.items():
+                if not name.startswith("__"):
+                    setattr(cls, name, value)
 
 
 def timed(fn, batch, flush, repeat=10):

@@ -1,0 +1,44 @@
+"""scripts/gpu_schedule_sweep.py's restore(): what a setting changes in the
+schedulers or the kernel lowering is undone before the next setting (the
+sweep itself needs a GPU; this part does not)."""
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_restore_undoes_a_setting_in_both_lowering_modules(monkeypatch):
+    if "torch" not in sys.modules:
+        try:
+            import torch  # noqa: F401  (the real one, on a GPU host)
+        except ImportError:
+            monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # the script imports it at the top
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    had_run = "run" in sys.modules
+    spec = importlib.util.spec_from_file_location("gpu_schedule_sweep", ROOT / "scripts" / "gpu_schedule_sweep.py")
+    sweep = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(sweep)  # imports bench/run.py as `run`
+    finally:
+        if not had_run:
+            sys.modules.pop("run", None)
+    from fuser_mlir.lowering import gpu, gpu_schedule
+
+    prefetches = gpu_schedule._RowGroup.__dict__["prefetches"]
+    saved = sweep.snapshot()
+    setting = (
+        "import fuser_mlir.lowering.gpu as _gpu; _gpu.CONTRACT_FMA = False\n"
+        "PREFETCH_NEXT_ROW = False\n"
+        "ADDED = 1\n"
+        "_RowGroup.prefetches = property(lambda group: True)"
+    )
+    exec(setting, vars(gpu_schedule))
+    assert (gpu.CONTRACT_FMA, gpu_schedule.PREFETCH_NEXT_ROW, gpu_schedule.ADDED) == (False, False, 1)
+    sweep.restore(saved)
+    assert (gpu.CONTRACT_FMA, gpu_schedule.PREFETCH_NEXT_ROW) == (True, True)
+    assert not hasattr(gpu_schedule, "ADDED") and not hasattr(gpu_schedule, "_gpu")
+    assert gpu_schedule._RowGroup.__dict__["prefetches"] is prefetches

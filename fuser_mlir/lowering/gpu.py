@@ -248,8 +248,16 @@ def ptx_of(module: ir.Module) -> dict[str, str]:
     return found
 
 
+#: What a ptxas older than the PTX says (CUDA 11.8's ptxas reads PTX up to
+#: 7.8; sm_90 kernels are 8.0): no cubin then, the driver compiles the PTX.
+_PTX_TOO_NEW = re.compile(r"Unsupported \.version")
+
+
 def assemble(ptx: str, arch: str) -> bytes | None:
-    """A cubin of ``ptx`` made by ``ptxas`` (None where ptxas is not on PATH)."""
+    """A cubin of ``ptx`` made by ``ptxas``: None where ptxas is not on PATH,
+    or is older than the PTX's version (the driver then compiles the PTX at
+    load, as it does without ptxas); CompileError where it rejects the PTX
+    for any other reason."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         return None
@@ -258,6 +266,8 @@ def assemble(ptx: str, arch: str) -> bytes | None:
         source.write_text(ptx)
         result = subprocess.run([ptxas, f"-arch={arch}", str(source), "-o", str(target)], capture_output=True, text=True)
         if result.returncode != 0:
+            if _PTX_TOO_NEW.search(result.stderr):
+                return None
             raise CompileError(f"compile_gpu: ptxas rejected the generated PTX for {arch}:\n{result.stderr.strip()}")
         return target.read_bytes()
 

@@ -2,6 +2,7 @@
 schedulers, PTX that ptxas accepts, and launch programs (plain data)."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -408,3 +409,27 @@ def test_kernels_fuse_multiplies_into_adds_unless_told_not_to(monkeypatch, contr
         gpu.allow_contraction(marked)
     assert "arith.mulf %arg0, %arg1 fastmath<contract>" in str(marked)
     assert "arith.addf %0, %arg1 fastmath<reassoc,contract>" in str(marked)
+
+
+@pytest.mark.parametrize(
+    "stderr, outcome",
+    [
+        ("ptxas kernels.ptx, line 5; fatal   : Unsupported .version 8.0; current version is '7.8'", None),
+        ("ptxas kernels.ptx, line 9; error   : Illegal instruction", CompileError),
+    ],
+    ids=["older than the PTX", "a real rejection"],
+)
+def test_a_ptxas_older_than_the_ptx_leaves_the_ptx_to_the_driver(tmp_path, monkeypatch, stderr, outcome):
+    """An old ptxas on PATH (CUDA 11.8's reads PTX up to 7.8; sm_90 kernels
+    are 8.0) means no cubin: the driver compiles the PTX at load, as without
+    ptxas. Any other rejection is a CompileError that quotes ptxas."""
+    fake = tmp_path / "ptxas"
+    fake.write_text(f"#!/bin/sh\necho \"{stderr}\" >&2\nexit 255\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
+    if outcome is None:
+        assert gpu.assemble(ptx, "sm_90") is None
+    else:
+        with pytest.raises(CompileError, match="ptxas rejected the generated PTX for sm_90:\n.*Illegal instruction"):
+            gpu.assemble(ptx, "sm_90")

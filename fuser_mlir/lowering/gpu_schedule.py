@@ -230,15 +230,16 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: variant, and rows read per generic; 16-byte vector variants) ask the L2
 #: for the next row their block takes (a grid-stride step on) at the start
 #: of each row: thread 0 issues one ``cp.async.bulk.prefetch.L2`` per input
-#: that varies along rows and columns (PTX 8.0, sm_90). Such a block reads
-#: its row, then reduces and writes with no load of its own in flight;
-#: meanwhile the prefetch keeps memory busy, and the next row's loads hit
-#: the L2 (targets before sm_90 have no bulk prefetch: none there). On the H200 (256 MB, back to back): layer norm float32 of 32K
-#: columns 0.65 -> 0.71 of copy, bfloat16 0.64 -> 0.67, RMS norm 0.82 ->
-#: 0.84 and 0.79 -> 0.81. Register-cached variants do not prefetch: their
-#: several resident rows an SM already overlap, and a softmax bfloat16 of 8K
-#: columns dropped from 0.92 to 0.86 with it (prefetched rows evicting
-#: rows in use; bench/results/h200-sweeps.txt, sweep 5).
+#: that varies along rows and columns (sm_90 and later: :func:`bulk_prefetch`;
+#: PTX 8.0 on sm_90). Such a block reads its row, then reduces and writes
+#: with no load of its own in flight; meanwhile the prefetch keeps memory
+#: busy, and the next row's loads hit the L2. On the H200 (256 MB, back to
+#: back): layer norm float32 of 32K columns 0.65 -> 0.71 of copy, bfloat16
+#: 0.64 -> 0.67, RMS norm 0.82 -> 0.84 and 0.79 -> 0.81. Register-cached
+#: variants do not prefetch: their several resident rows an SM already
+#: overlap, and a softmax bfloat16 of 8K columns dropped from 0.92 to 0.86
+#: with it (prefetched rows evicting rows in use;
+#: bench/results/h200-sweeps.txt, sweep 5).
 PREFETCH_NEXT_ROW = True
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4

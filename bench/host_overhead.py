@@ -61,10 +61,12 @@ def three_segments():
     return fd, 2
 
 
-def ten_segments():
+def ten_segments(rank: int = 1):
+    """x, y -> ten kernels (cut with segment_set), nine intermediates (also
+    test_cuda_replay's chain, on rank-2 tensors)."""
     with FusionDefinition(name="seg10") as fd:
-        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1] * rank, dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1] * rank, dtype=DataType.Float)
         t = x + y
         for k in range(8):
             t = fd.ops.segment_set(t)

@@ -13,12 +13,14 @@ import gc
 import numpy as np
 import pytest
 
+from bench_scripts import load
 from devices import cuda_available, to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.errors import InputError
 
 pytestmark = pytest.mark.gpu
 
+HOST_OVERHEAD = load("host_overhead")
 RNG = np.random.default_rng(17)
 ROWS, COLS = 257, 300
 
@@ -30,29 +32,23 @@ def needs_cuda():
 
 
 def chain10():
-    """x, y -> ten kernels (cut with segment_set), nine intermediates."""
-    with FusionDefinition(name="chain10") as fd:
-        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        t = x + y
-        for k in range(8):
-            t = fd.ops.segment_set(t)
-            t = fd.ops.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
-        t = fd.ops.segment_set(t)
-        fd.add_output(t * y)
-    return fd
+    """bench/host_overhead.py's ten-segment chain on rank-2 tensors: x, y -> ten
+    kernels (cut with segment_set), nine intermediates."""
+    return HOST_OVERHEAD.ten_segments(rank=2)[0]
 
 
 def chain10_reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    t = x + y
-    for k in range(8):
-        t = np.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
-    return t * y
+    return HOST_OVERHEAD.reference("seg10", x.astype(np.float64), y.astype(np.float64))
 
 
 def rand(*shape) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
+
+
+def torch_pair(torch):
+    """Fresh random x, y: the host arrays and CUDA tensors holding them."""
+    x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
+    return x_host, y_host, torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
 
 
 def check(out, x: np.ndarray, y: np.ndarray) -> None:
@@ -63,13 +59,11 @@ def check(out, x: np.ndarray, y: np.ndarray) -> None:
 def test_a_ten_segment_chain_replays_right_as_its_tensors_change(cuda_graph):
     torch = pytest.importorskip("torch")
     fd = chain10()
-    x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
-    x, y = torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
+    x_host, y_host, x, y = torch_pair(torch)
     given = torch.full((ROWS, COLS), float("nan"), device="cuda")
     for call in range(8):
         if call in (2, 5):  # new tensors: new pointers
-            x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
-            x, y = torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
+            x_host, y_host, x, y = torch_pair(torch)
         elif call in (3, 6):  # the same tensors, new values
             x_host = rand(ROWS, COLS)
             x.copy_(torch.as_tensor(x_host, device="cuda"))
@@ -99,8 +93,7 @@ def test_a_ten_segment_chain_replays_right_as_its_tensors_change(cuda_graph):
 def test_new_outputs_are_fresh_tensors_every_call(cuda_graph):
     torch = pytest.importorskip("torch")
     fd = chain10()
-    x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
-    x, y = torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
+    x_host, y_host, x, y = torch_pair(torch)
     outs = [fd.execute([x, y], cuda_graph=cuda_graph)[0] for _ in range(4)]
     assert len({o.data_ptr() for o in outs}) == 4  # all alive at once: four buffers
     for out in outs:
@@ -127,8 +120,7 @@ def test_device_arrays_replay_on_the_default_stream(cuda_graph):
 def test_a_graph_replays_on_the_current_torch_stream():
     torch = pytest.importorskip("torch")
     fd = chain10()
-    x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
-    x, y = torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
+    x_host, y_host, x, y = torch_pair(torch)
     fd.execute([x, y], cuda_graph=True)
     torch.cuda.synchronize()
     stream = torch.cuda.Stream()
@@ -183,8 +175,7 @@ def test_a_graph_hit_still_refuses_an_output_that_overlaps_an_input():
 def test_dropping_an_executor_releases_its_graphs():
     torch = pytest.importorskip("torch")
     fd = chain10()
-    x_host, y_host = rand(ROWS, COLS), rand(ROWS, COLS)
-    x, y = torch.as_tensor(x_host, device="cuda"), torch.as_tensor(y_host, device="cuda")
+    x_host, y_host, x, y = torch_pair(torch)
     fec = FusionExecutorCache(fd)
     for _ in range(3):
         (out,) = fec.run([x, y], cuda_graph=True)

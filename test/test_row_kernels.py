@@ -77,7 +77,23 @@ def test_staged_rows_of_every_normalization(case, dtype, monkeypatch):
     check_rows(case, dtype, "cuda", [4096, 4104, 8192, 16392, 32768, 65536])
 
 
-def check_rows(case, dtype, device, lengths):
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
+    """A grid of 16 blocks (MAX_BLOCKS 2) for 203 rows: each block takes 12
+    or 13 rows in turn, at the row lengths of every cached block variant.
+    Their reductions write the warps' partial results in rounds that
+    alternate from one reduction to the next, across rows too (an RMS norm
+    has one reduction a row: its round is the row's parity)."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "MAX_BLOCKS", 2)
+    check_rows(case, dtype, "cuda", [2048, 4096, 8192, 16384, 32768], rows=203)
+
+
+def check_rows(case, dtype, device, lengths, rows=3):
     ref, weights = CASES[case]
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
@@ -85,7 +101,6 @@ def check_rows(case, dtype, device, lengths):
     # softmax outputs are about 1/cols: compare them relative to the row's largest
     tolerance = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}[dtype]
     for cols in lengths:
-        rows = 3
         inputs = [(RNG.standard_normal((rows, cols)) * 3 + 1).astype(np_dtype)]
         inputs += [(RNG.standard_normal(cols) + 0.5).astype(np_dtype) for _ in range(weights)]
         before = [a.copy() for a in inputs]

@@ -170,7 +170,11 @@ WARP_CACHED = (4, 8)
 #: A variant is compiled only where the row's values fit in half of a
 #: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
 #: past that, ptxas spills and the kernel is slower than reading the row per
-#: generic (measured on the H200: bench/results/h200-sweeps.txt).
+#: generic (measured on the H200: bench/results/h200-sweeps.txt). Loaded
+#: bfloat16 columns count half a register: an RMS norm bfloat16 of 32K
+#: columns (32 float32 values a lane, 20 words loaded) runs on (1024, 4) at
+#: 0.85 of copy, read per generic at 0.81; float32 rows of as many values a
+#: lane and a weight spill 96-160 B there and ran at 0.47-0.60 (sweep 6).
 BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
@@ -249,6 +253,18 @@ SHARED_ROW_BYTES = 224 * 1024
 #: Columns a staged row's shared memory is rounded up to (keeps each
 #: operand's region 16-byte aligned).
 SHARED_PAD = 16
+#: The cached block variants reduce 32-bit values with one barrier
+#: (:func:`_block_reduce`) instead of ``gpu.all_reduce``'s three (its own
+#: two, and one before the next reduction may reuse its buffer). On the
+#: H200 (256 MB, back to back, three runs): layer norm bfloat16 8K 0.84 ->
+#: 0.90 of copy (its 8 B spill gone), 16K 0.66 -> 0.84, float32 8K 0.92 ->
+#: 0.96, 16K 0.79 -> 0.82, softmax bfloat16 8K 0.92 -> 0.97, 16K 0.83 ->
+#: 0.86, float32 32K 0.87 -> 0.90. Not in the other block kernels: the
+#: staged variant lost (layer norm float32 32K 0.72 -> 0.61, RMS norm 0.84 ->
+#: 0.72, with or without a barrier after it), as did a block per row of an
+#: inner sum (bfloat16 64K 1.02 -> 0.96); rows read per generic did not
+#: change (bench/results/h200-sweeps.txt, sweep 6).
+BLOCK_REDUCE = True
 
 
 @dataclass
@@ -279,10 +295,25 @@ class _RowGroup:
         worker = arith.AddIOp(arith.MulIOp(block, per_block).result, arith.DivUIOp(tid, warp).result).result
         return worker, arith.MulIOp(blocks, per_block).result, arith.RemUIOp(tid, warp).result, warp
 
-    def reduce(self, values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
+    def reduce(
+        self, k: "_Kernel", values: Sequence[ir.Value], ops: Sequence[str], sequence: int = 0, row_parity: ir.Value | None = None
+    ) -> list[ir.Value]:
         """Each lane's partial ``values`` combined over the group (``ops``:
-        the combining arith op of each)."""
-        return _block_all_reduce(values, ops) if self.kind == "block" else _warp_all_reduce(values, ops)
+        the combining arith op of each). In a cached block variant
+        (:data:`BLOCK_REDUCE`) the reduction is the ``sequence``-th of its
+        row, and ``row_parity`` the parity of the row among the block's rows
+        where its rows have an odd number of reductions (None where even), so
+        the block's reductions alternate their rounds of partials
+        (:func:`_block_reduce`)."""
+        if self.kind != "block":
+            return _warp_all_reduce(values, ops)
+        if not (BLOCK_REDUCE and self.cached) or not all(_word(v) for v in values):
+            return _block_all_reduce(values, ops)
+        if row_parity is None:
+            buffer = _index(sequence % 2)
+        else:
+            buffer = row_parity if sequence % 2 == 0 else arith.XOrIOp(row_parity, _index(1)).result
+        return _block_reduce(k, values, ops, self.threads // WARP, buffer)
 
     def store_group(self, lanes: int) -> int:
         """Slots (of ``lanes`` columns) whose small operands a cached pass loads together."""
@@ -305,13 +336,16 @@ class _RowGroup:
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
 
 
-def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
+def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str], span: int = WARP) -> list[ir.Value]:
     """Each (32-bit) value combined over its warp with its arith op: a
-    butterfly of ``gpu.shuffle xor``, after which every lane holds the result."""
+    butterfly of ``gpu.shuffle xor``, after which every lane holds the result
+    (the same bits in every lane: each step combines two lanes' equal
+    partials of disjoint groups, and the ops commute). With ``span`` (a power
+    of two), over each aligned group of that many lanes instead."""
     width = arith.ConstantOp(ir.IntegerType.get_signless(32), WARP).result
     totals = []
     for value, op in zip(values, ops):
-        for offset in (16, 8, 4, 2, 1):
+        for offset in (o for o in (16, 8, 4, 2, 1) if o < span):
             distance = arith.ConstantOp(ir.IntegerType.get_signless(32), offset).result
             other = gpu.ShuffleOp(value, distance, width, ir.Attribute.parse("#gpu<shuffle_mode xor>")).results[0]
             value = ir.Operation.create(op, results=[value.type], operands=[value, other]).result
@@ -328,6 +362,42 @@ def _both(a: list | None, b: list | None) -> list | None:
     if a is None or b is None:
         return a if b is None else b
     return ["mul", a, b]
+
+
+def _word(value: ir.Value) -> bool:
+    """Whether ``value`` is a float32 or a 32-bit integer (what a shuffle moves)."""
+    return isinstance(value.type, ir.F32Type) or (isinstance(value.type, ir.IntegerType) and ir.IntegerType(value.type).width == 32)
+
+
+def _block_reduce(k: "_Kernel", values: Sequence[ir.Value], ops: Sequence[str], warps: int, buffer: ir.Value) -> list[ir.Value]:
+    """Each 32-bit value combined over a block of ``warps`` full warps with
+    its arith op, with one barrier: each warp combines its lanes' values
+    (:func:`_warp_all_reduce`), lane 0 writes the warp's result to word
+    ``warp`` of round ``buffer`` (0 or 1) of the kernel's partials
+    (:meth:`_Kernel.partials`), and after the barrier every warp reads them
+    all (lane ``l`` word ``l mod warps``) and combines them the same way, so
+    every thread holds the same result. A block's consecutive reductions
+    alternate rounds: the words of one round are written again only after
+    the barrier of the next reduction, which no thread reaches before it has
+    read them (:data:`BLOCK_REDUCE`)."""
+    i32 = ir.IntegerType.get_signless(32)
+    tid = k.special("thread")
+    lane, warp = arith.RemUIOp(tid, _index(WARP)).result, arith.DivUIOp(tid, _index(WARP)).result
+    base = arith.MulIOp(buffer, _index(WARP)).result
+    partials = _warp_all_reduce(values, ops)
+    branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result)
+    with ir.InsertionPoint(branch.then_block):
+        for j, value in enumerate(partials):
+            word = value if value.type == i32 else arith.BitcastOp(i32, value).result
+            memref.StoreOp(word, k.partials(j), [arith.AddIOp(base, warp).result])
+        scf.YieldOp([])
+    gpu.BarrierOp()
+    mine = arith.AddIOp(base, arith.AndIOp(lane, _index(warps - 1)).result).result
+    loaded = []
+    for j, value in enumerate(values):
+        word = memref.LoadOp(k.partials(j), [mine]).result
+        loaded.append(word if value.type == i32 else arith.BitcastOp(value.type, word).result)
+    return _warp_all_reduce(loaded, ops, span=warps)
 
 
 def _block_all_reduce(values: Sequence[ir.Value], ops: Sequence[str]) -> list[ir.Value]:
@@ -570,6 +640,21 @@ class _Kernel:
         self.bindings: list[list] = []
         self.mapping: dict[ir.Value, ir.Value] = {}
         self.views: dict[tuple, ir.Value] = {}
+        self.partial_buffers: list[ir.Value] = []
+
+    def partials(self, index: int) -> ir.Value:
+        """The ``index``-th workgroup buffer of block reductions' per-warp
+        results (one per value reduced together): two rounds of a 32-bit
+        word per warp, a ``memref.global`` of the kernel's module."""
+        while len(self.partial_buffers) <= index:
+            workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+            mtype = ir.MemRefType.get([2 * WARP], ir.IntegerType.get_signless(32), memory_space=workgroup)
+            name = f"{self.name}_partials{len(self.partial_buffers)}"
+            with ir.InsertionPoint(self.func), self.segment.location:
+                memref.GlobalOp(name, ir.TypeAttr.get(mtype), sym_visibility="private", alignment=16)
+            with ir.InsertionPoint(self.anchor.owner), self.segment.location:
+                self.partial_buffers.append(memref.GetGlobalOp(mtype, name).result)
+        return self.partial_buffers[index]
 
     # -- arguments and host values ---------------------------------------------------
 
@@ -788,6 +873,8 @@ class _RowWalk:
         self.filled: set[tuple] = set()  # staged keys written by the generics walked so far
         self.filling: set[tuple] = set()  # ... and by the one being walked
         self.keeping: list[tuple] = []  # (vector, region, slot) loaded and yet to be stored in shared memory
+        self.reductions = 0  # group reductions of the row so far
+        self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
 
     def stage(self, regions: dict[tuple, tuple[ir.Type, int]]) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
@@ -1319,6 +1406,12 @@ class _SegmentScheduler:
                 k.finish(group.grid(_product(space[:-1])), when=_both(long_rows, _both(group.when, condition)))
 
     @staticmethod
+    def _row_parity(loop: scf.ForOp) -> ir.Value:
+        """0 or 1: the parity of the loop's iteration."""
+        done = arith.DivUIOp(arith.SubIOp(loop.induction_variable, loop.lowerBound).result, loop.step).result
+        return arith.AndIOp(done, _index(1)).result
+
+    @staticmethod
     def _row_loop(k: _Kernel, group: _RowGroup, row_sizes: list) -> tuple[scf.ForOp, list, ir.Value, ir.Value]:
         """The grid-stride loop of a ``group`` (warps or blocks) over the rows (``row_sizes``:
         the sizes of the row dims): (the loop, the row's indices inside it,
@@ -1354,7 +1447,7 @@ class _SegmentScheduler:
                     row_loop, row_ivs, lane, width = self._row_loop(k, group, [sizes[d] for d in ps])
                     with ir.InsertionPoint(row_loop.body):
                         walk = _RowWalk(k, row_ivs, [sizes[d] for d in rs], lane, width, vector_lanes, {})
-                        totals = group.reduce(walk.reduce(g, [k.value(v) for v in inits]), g.combining_ops())
+                        totals = group.reduce(k, walk.reduce(g, [k.value(v) for v in inits]), g.combining_ops())
                         branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result)
                         with ir.InsertionPoint(branch.then_block):
                             k.store(g, totals, row_ivs + [k.zero] * len(rs))
@@ -1403,14 +1496,15 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: 0, staged_bytes: int = 0) -> list[_RowGroup]:
+    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
         With ``lanes`` (columns per vector access, from 2), rows that fit in
         the lanes' registers get cached variants (warps as
         :data:`WARP_CACHED` says, then blocks as :data:`BLOCK_CACHED` says,
-        those whose ``registers(columns)`` per lane fit); longer rows whose
+        those whose row values fit: ``registers(columns)``, see
+        :meth:`_SegmentScheduler.row_registers`); longer rows whose
         staged values (``staged_bytes`` a column) fit in
         :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
         are read per generic."""
@@ -1432,9 +1526,10 @@ class _SegmentScheduler:
             below = WARP * slots * lanes
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
-            if threads * columns <= below or registers(columns) > REGISTER_FILE // threads // 2:
+            values, words = registers(columns)
+            if threads * columns <= below or words > REGISTER_FILE // threads // 2:
                 continue
-            capped = threads == THREADS and registers(columns) > BLOCK_CAPPED_ABOVE
+            capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
             groups.append(_RowGroup("block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap))
             below = threads * columns
@@ -1577,6 +1672,8 @@ class _SegmentScheduler:
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
+                    if group.kind == "block" and group.cached and len(reductions) % 2:
+                        walk.row_parity = self._row_parity(row_loop)
                     if group.staged:
                         walk.stage(regions)
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
@@ -1659,9 +1756,13 @@ class _SegmentScheduler:
 
     def row_registers(self, plan: "_RowPlan", keep: set, lanes: int):
         """Registers per lane a cached variant keeps for row values, as a
-        function of its columns per lane: every operand read at each (row,
-        column) and every kept temporary, for all of them; an operand read
-        per column only (a weight), for :data:`BLOCK_STORE_GROUP` slots."""
+        function of its columns per lane, in two measures: (float32 values,
+        loaded words). Float32 values: every operand read at each (row,
+        column) and every kept temporary, one a column for all of them; an
+        operand read per column only (a weight), for
+        :data:`BLOCK_STORE_GROUP` slots. Loaded words: the same operands as
+        loaded (two bfloat16 columns a 32-bit word), but at least one a
+        column (the values computed from them)."""
         p = plan.rank_p
         full, weights = set(keep), set()
         for g, role in plan.steps:
@@ -1672,7 +1773,16 @@ class _SegmentScheduler:
                 if operand in keep or not isinstance(operand.type, ir.ShapedType) or not any(_uses_dim(amap, d) for d in row_dims):
                     continue
                 (full if all(_uses_dim(amap, d) for d in range(p)) else weights).add((operand, str(amap)))
-        return lambda columns: len(full) * columns + len(weights) * min(columns, BLOCK_STORE_GROUP * lanes)
+
+        def words(entries) -> float:  # 32-bit words a column of each (kept temporaries: computed values)
+            return sum(_element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
+
+        def registers(columns: int) -> tuple[int, float]:
+            group = min(columns, BLOCK_STORE_GROUP * lanes)
+            values = len(full) * columns + len(weights) * group
+            return values, max(words(full) * columns + words(weights) * group, columns if full else 0)
+
+        return registers
 
     def kept_temps(self, plan: "_RowPlan") -> set:
         """Full-size temporaries a cached variant keeps in registers: written
@@ -1704,7 +1814,9 @@ class _SegmentScheduler:
             return
         if role == "reduce":
             partials = walk.reduce(g, [registers.pop(o) for o in g.outputs], slots, cache)
-            self._row_results(k, g, group.reduce(partials, g.combining_ops()), registers, plan, at_row, first)
+            totals = group.reduce(k, partials, g.combining_ops(), walk.reductions, walk.row_parity)
+            walk.reductions += 1
+            self._row_results(k, g, totals, registers, plan, at_row, first)
             return
         walk.pointwise(g, slots, cache, keep)  # role == "full"
 

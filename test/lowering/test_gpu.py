@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_scripts import load as load_bench
 from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
@@ -206,6 +207,38 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
         assert kernel_text(text, launch.kernel).count("scf.if") >= min(vector_loads(launch), 8)  # loads and stores guarded by the row length
 
 
+def test_cached_blocks_reduce_with_one_barrier_each():
+    """A cached block variant combines its warps' results with one barrier a
+    reduction: lane 0 of each warp writes the warp's word to the kernel's
+    workgroup buffer of partials, and every warp reads them all after the
+    barrier. A softmax's two reductions take two barriers, an RMS norm's one
+    takes one. Blocks that read the row per generic keep gpu.all_reduce."""
+    bench = load_bench("run")
+    for case, dtype, reductions, lengths in [("softmax", "bfloat16", 2, (4096, 8192, 16384, 32768)), ("rms_norm", "float32", 1, (2048, 4096, 8192, 16384))]:
+        fd = bench.fusion_for(next(c for c in bench.CASES if c.name == case), dtype)
+        inputs = 1 if case == "softmax" else 2
+        context, module = outlined(fd)
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        text = str(scheduled.module)
+
+        def chosen(cols):
+            shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
+            (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+            return launch
+
+        for cols in lengths:
+            launch = chosen(cols)
+            kernel = kernel_text(text, launch.kernel)
+            assert launch.block[0] >= 256 and kernel.count("gpu.barrier") == reductions, (case, cols)
+            assert "gpu.all_reduce" not in kernel and f"memref.get_global @{launch.kernel}_partials0 " in kernel
+            declared = f'memref.global "private" @{launch.kernel}_partials0 : memref<64xi32, #gpu.address_space<workgroup>>'
+            assert declared in text
+        long = kernel_text(text, chosen(65536).kernel)
+        assert len(re.findall(r"gpu.all_reduce +(max|add)", long)) == reductions and "_partials" not in long
+
+
 def layer_norm_f32():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
@@ -399,6 +432,31 @@ def test_row_variants_that_rows_fill_and_register_caps():
         assert len({launch.kernel for launch in chosen.values()}) == 4
         for cols, launch in chosen.items():
             assert ("nvvm.maxnreg = 80" in kernel_text(text, launch.kernel)) == (capped and cols == 8192)
+
+
+def test_loaded_bfloat16_columns_count_half_a_register():
+    """Whether a row fits a cached block variant counts the words its loaded
+    columns take (a bfloat16 column half a word), but at least a register a
+    column for the float32 values computed from them: an RMS norm bfloat16
+    row of 32K columns (32 values a lane) is held by 1024 threads, a float32
+    one (32 values and 4 of the weight's) is staged in shared memory, and a
+    bfloat16 softmax row of 64K (64 values a lane) is read per generic."""
+    bench = load_bench("run")
+    for case, dtype, cols, threads, staged in [
+        ("rms_norm", "bfloat16", 32768, 1024, False),
+        ("rms_norm", "float32", 32768, 1024, True),
+        ("softmax", "bfloat16", 65536, 256, False),
+    ]:
+        fd = bench.fusion_for(next(c for c in bench.CASES if c.name == case), dtype)
+        inputs = 1 if case == "softmax" else 2
+        context, module = outlined(fd)
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+        cached = "_partials0" in kernel_text(str(scheduled.module), launch.kernel)  # one-barrier reductions: cached blocks only
+        assert (launch.block[0], bool(launch.shared_bytes), cached) == (threads, staged, threads == 1024 and not staged), case
 
 
 @pytest.mark.parametrize("contract", [True, False])

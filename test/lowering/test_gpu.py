@@ -207,27 +207,35 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
         assert kernel_text(text, launch.kernel).count("scf.if") >= min(vector_loads(launch), 8)  # loads and stores guarded by the row length
 
 
+def bench_rows(case: str, dtype: str):
+    """A normalization of bench/run.py scheduled for dense, 16-byte aligned
+    arguments: (the kernel module's text, a function from a row length to
+    the launch that runs rows of it)."""
+    bench = load_bench("run")
+    bench_case = next(c for c in bench.CASES if c.name == case)
+    shapes_of = bench_case.shapes
+    context, module = outlined(bench.fusion_for(bench_case, dtype))
+    inputs = len(shapes_of(1 << 20, 1024))
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
+    (program,) = scheduled.programs.values()
+
+    def chosen(cols):
+        shapes = [*shapes_of(3 * cols, cols), (3, cols)]  # three rows, and the output
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+        return launch
+
+    return str(scheduled.module), chosen
+
+
 def test_cached_blocks_reduce_with_one_barrier_each():
     """A cached block variant combines its warps' results with one barrier a
     reduction: lane 0 of each warp writes the warp's word to the kernel's
     workgroup buffer of partials, and every warp reads them all after the
     barrier. A softmax's two reductions take two barriers, an RMS norm's one
     takes one. Blocks that read the row per generic keep gpu.all_reduce."""
-    bench = load_bench("run")
     for case, dtype, reductions, lengths in [("softmax", "bfloat16", 2, (4096, 8192, 16384, 32768)), ("rms_norm", "float32", 1, (2048, 4096, 8192, 16384))]:
-        fd = bench.fusion_for(next(c for c in bench.CASES if c.name == case), dtype)
-        inputs = 1 if case == "softmax" else 2
-        context, module = outlined(fd)
-        with context, ir.Location.unknown():
-            scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
-        (program,) = scheduled.programs.values()
-        text = str(scheduled.module)
-
-        def chosen(cols):
-            shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
-            (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
-            return launch
-
+        text, chosen = bench_rows(case, dtype)
         for cols in lengths:
             launch = chosen(cols)
             kernel = kernel_text(text, launch.kernel)
@@ -441,21 +449,14 @@ def test_loaded_bfloat16_columns_count_half_a_register():
     row of 32K columns (32 values a lane) is held by 1024 threads, a float32
     one (32 values and 4 of the weight's) is staged in shared memory, and a
     bfloat16 softmax row of 64K (64 values a lane) is read per generic."""
-    bench = load_bench("run")
     for case, dtype, cols, threads, staged in [
         ("rms_norm", "bfloat16", 32768, 1024, False),
         ("rms_norm", "float32", 32768, 1024, True),
         ("softmax", "bfloat16", 65536, 256, False),
     ]:
-        fd = bench.fusion_for(next(c for c in bench.CASES if c.name == case), dtype)
-        inputs = 1 if case == "softmax" else 2
-        context, module = outlined(fd)
-        with context, ir.Location.unknown():
-            scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
-        (program,) = scheduled.programs.values()
-        shapes = [(3, cols)] + [(cols,)] * (inputs - 1) + [(3, cols)]
-        (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
-        cached = "_partials0" in kernel_text(str(scheduled.module), launch.kernel)  # one-barrier reductions: cached blocks only
+        text, chosen = bench_rows(case, dtype)
+        launch = chosen(cols)
+        cached = "_partials0" in kernel_text(text, launch.kernel)  # one-barrier reductions: cached blocks only
         assert (launch.block[0], bool(launch.shared_bytes), cached) == (threads, staged, threads == 1024 and not staged), case
 
 

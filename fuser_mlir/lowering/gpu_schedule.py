@@ -28,8 +28,9 @@ persistent rows (a whole segment)
     softmax, layer norm or RMS norm do after segmentation rule 2b: one
     kernel in which each group of threads takes rows in a grid-stride loop
     and runs every generic of the segment in turn for its row. A reduction's
-    result is combined over the group and stays in a register for the rest
-    of the row, as does every value computed per row (their temporaries are
+    result is combined over the group (in a block holding the row in
+    registers, with one barrier: :func:`_block_reduce`) and stays in a
+    register for the rest of the row, as does every value computed per row (their temporaries are
     not even allocated). Rows of up to :data:`WARP_CACHED` 16-byte slots
     per lane of a warp (float32: 1024 columns), or of blocks of 256 to 1024 threads holding a
     few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
@@ -171,10 +172,12 @@ WARP_CACHED = (4, 8)
 #: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
 #: past that, ptxas spills and the kernel is slower than reading the row per
 #: generic (measured on the H200: bench/results/h200-sweeps.txt). Loaded
-#: bfloat16 columns count half a register: an RMS norm bfloat16 of 32K
-#: columns (32 float32 values a lane, 20 words loaded) runs on (1024, 4) at
-#: 0.85 of copy, read per generic at 0.81; float32 rows of as many values a
-#: lane and a weight spill 96-160 B there and ran at 0.47-0.60 (sweep 6).
+#: bfloat16 columns count half a register, but a lane's columns at least one
+#: each: an RMS norm bfloat16 of 32K columns on (1024, 4) (32 columns a
+#: lane, 20 words loaded with its weight's: 32 of the 32 allowed; 40
+#: counting every value as float32) runs at 0.85 of copy, read per generic
+#: at 0.81; float32 rows of as many values a lane and a weight spill 96-160 B
+#: there and ran at 0.47-0.60 (sweep 6).
 BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
@@ -1641,7 +1644,8 @@ class _SegmentScheduler:
         a grid-stride loop; the launch program picks the scheme by the row
         length): each generic runs in turn for the row, lanes strided over
         its columns; a reduction's result is combined over the group (warp
-        shuffles, or ``gpu.all_reduce``) and stays in a register for the rest
+        shuffles; :func:`_block_reduce` in the cached block variants,
+        ``gpu.all_reduce`` in the other blocks) and stays in a register for the rest
         of the row, as does every value computed per row. In the cached
         variants (rows that fit in the lanes' registers) the row's inputs are
         loaded once and full-size temporaries never reach memory; in the
@@ -1761,8 +1765,9 @@ class _SegmentScheduler:
         column) and every kept temporary, one a column for all of them; an
         operand read per column only (a weight), for
         :data:`BLOCK_STORE_GROUP` slots. Loaded words: the same operands as
-        loaded (two bfloat16 columns a 32-bit word), but at least one a
-        column (the values computed from them)."""
+        loaded, a column of each its element's bytes over 4 (a bfloat16
+        column half a word, a float64 one two), but at least one a column
+        (the values computed from them)."""
         p = plan.rank_p
         full, weights = set(keep), set()
         for g, role in plan.steps:

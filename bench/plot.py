@@ -20,6 +20,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import case_label  # noqa: E402  (bench/ is not a package)
+
 SERIES = {"ours": "tab:blue", "copy": "tab:gray", "eager": "tab:orange", "compile": "tab:green"}
 LINE_STYLES = ["-", "--", ":", "-."]
 
@@ -31,7 +34,7 @@ def series(rows: list[dict]) -> dict[str, dict[str, dict[str, list[tuple[int, fl
     for row in rows:
         for name, value in row.get("GBps", {}).items():
             if name in SERIES and value is not None:
-                out[_label(row)][row["dtype"]][name].append((row["size_bytes"], value))
+                out[case_label(row)][row["dtype"]][name].append((row["size_bytes"], value))
     for dtypes in out.values():
         for by_series in dtypes.values():
             for points in by_series.values():
@@ -39,16 +42,9 @@ def series(rows: list[dict]) -> dict[str, dict[str, dict[str, list[tuple[int, fl
     return out
 
 
-def _label(row: dict) -> str:
-    """A row's case, with its row length where it has one other than 1024
-    (bench/run.py's case_label)."""
-    hidden = row.get("hidden", 1024)
-    return row["case"] if hidden == 1024 else f"{row['case']}, rows of {hidden}"
-
-
 def host_range(rows: list[dict], case: str) -> str:
     """``host 6.1-7.4 us/call`` over a case's rows, or "" when none has it."""
-    values = [r["host_us"] for r in rows if _label(r) == case and r.get("host_us") is not None]
+    values = [r["host_us"] for r in rows if case_label(r) == case and r.get("host_us") is not None]
     if not values:
         return ""
     low, high = min(values), max(values)

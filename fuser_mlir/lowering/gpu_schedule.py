@@ -274,7 +274,8 @@ BLOCK_REDUCE = True
 class _RowGroup:
     """Who reduces one row: a ``warp`` (rows spread over the block's warps,
     partial results combined with butterfly shuffles) or a ``block`` (one row
-    per block at a time, ``gpu.all_reduce``). ``when``: the launch condition;
+    per block at a time; :func:`_block_reduce` where the row is cached,
+    else ``gpu.all_reduce``). ``when``: the launch condition;
     ``cached``: the whole row fits in the lanes' registers (``columns`` per
     lane), so it is read once; ``staged``: the row's values are kept in
     shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block."""
@@ -310,7 +311,7 @@ class _RowGroup:
         (:func:`_block_reduce`)."""
         if self.kind != "block":
             return _warp_all_reduce(values, ops)
-        if not (BLOCK_REDUCE and self.cached) or not all(_word(v) for v in values):
+        if not self.one_barrier or not all(_word(v) for v in values):
             return _block_all_reduce(values, ops)
         if row_parity is None:
             buffer = _index(sequence % 2)
@@ -323,6 +324,11 @@ class _RowGroup:
         if self.kind == "block" and not self.staged:
             return BLOCK_STORE_GROUP
         return CACHED_STORE_GROUP if lanes <= VECTOR_BYTES // 4 else NARROW_STORE_GROUP
+
+    @property
+    def one_barrier(self) -> bool:
+        """Whether the block reduces 32-bit values with :func:`_block_reduce` (:data:`BLOCK_REDUCE`)."""
+        return BLOCK_REDUCE and self.kind == "block" and self.cached
 
     @property
     def blocks_per_sm(self) -> int:
@@ -1676,7 +1682,7 @@ class _SegmentScheduler:
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
-                    if group.kind == "block" and group.cached and len(reductions) % 2:
+                    if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:
                         walk.stage(regions)
@@ -1712,22 +1718,17 @@ class _SegmentScheduler:
             ivs = k.delinearize(row, sizes[:p]) + [k.zero] * (n - p)
             columns = k.product(sizes[p:])
             done = set()
-            for g, role in plan.steps:
-                if role not in ("full", "reduce"):
+            for _, operand, amap in plan.full_inputs():  # not a weight or a per-row value: a row of its own
+                if operand in done:
                     continue
-                for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-                    if operand in done or not list(arg.uses) or not isinstance(operand.type, ir.ShapedType):
-                        continue
-                    if not all(_uses_dim(amap, d) for d in range(n)):
-                        continue  # a weight or a per-row value: not a row of its own
-                    done.add(operand)
-                    element = _element_bytes(ir.MemRefType(operand.type).element_type)
-                    view = k.view_argument(operand, lanes)
-                    flat = k.linear_index(operand, k.indices(amap, ivs))
-                    start = arith.AddIOp(memref.ExtractAlignedPointerAsIndexOp(view).result, _scaled(flat, element)).result
-                    address = llvm.IntToPtrOp(ir.Type.parse("!llvm.ptr<1>"), arith.IndexCastOp(ir.IntegerType.get_signless(64), start).result)
-                    size = arith.IndexCastOp(ir.IntegerType.get_signless(32), _scaled(columns, element))
-                    nvvm.CpAsyncBulkPrefetchOp(address.result, size.result)
+                done.add(operand)
+                element = _element_bytes(ir.MemRefType(operand.type).element_type)
+                view = k.view_argument(operand, lanes)
+                flat = k.linear_index(operand, k.indices(amap, ivs))
+                start = arith.AddIOp(memref.ExtractAlignedPointerAsIndexOp(view).result, _scaled(flat, element)).result
+                address = llvm.IntToPtrOp(ir.Type.parse("!llvm.ptr<1>"), arith.IndexCastOp(ir.IntegerType.get_signless(64), start).result)
+                size = arith.IndexCastOp(ir.IntegerType.get_signless(32), _scaled(columns, element))
+                nvvm.CpAsyncBulkPrefetchOp(address.result, size.result)
             scf.YieldOp([])
 
     def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
@@ -1738,19 +1739,13 @@ class _SegmentScheduler:
         that wrote them (after elementwise fusion, the normalizations have
         none). Regions: (operand, map) -> (element type, bytes per column
         before the region)."""
-        n = len(plan.anchor.iterators)
         written = {o for g, _ in plan.steps for o in g.outputs}
         readers: dict[tuple, set[int]] = {}
         elements: dict[tuple, ir.Type] = {}
-        for s, (g, role) in enumerate(plan.steps):
-            if role not in ("full", "reduce"):
-                continue
-            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-                if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or operand in written:
-                    continue
-                if all(_uses_dim(amap, d) for d in range(n)):
-                    readers.setdefault((operand, str(amap)), set()).add(s)
-                    elements[(operand, str(amap))] = ir.MemRefType(operand.type).element_type
+        for step, operand, amap in plan.full_inputs():
+            if operand not in written:
+                readers.setdefault((operand, str(amap)), set()).add(step)
+                elements[(operand, str(amap))] = ir.MemRefType(operand.type).element_type
         layout, offset = {}, 0
         for key, steps in readers.items():
             if len(steps) > 1:
@@ -1782,10 +1777,12 @@ class _SegmentScheduler:
         def words(entries) -> float:  # 32-bit words a column of each (kept temporaries: computed values)
             return sum(_element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
 
+        full_words, weight_words = words(full), words(weights)
+
         def registers(columns: int) -> tuple[int, float]:
             group = min(columns, BLOCK_STORE_GROUP * lanes)
             values = len(full) * columns + len(weights) * group
-            return values, max(words(full) * columns + words(weights) * group, columns if full else 0)
+            return values, max(full_words * columns + weight_words * group, columns if full else 0)
 
         return registers
 
@@ -1944,6 +1941,18 @@ class _RowPlan:
                 written.add(output)
             steps.append((g, role))
         return cls(anchor, p, rows, steps, row_temps)
+
+    def full_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:
+        """(step, operand, map) of each tensor input that a full-size step
+        (``full`` or ``reduce``) reads at every (row, column), and uses."""
+        n = len(self.anchor.iterators)
+        return [
+            (step, operand, amap)
+            for step, (g, role) in enumerate(self.steps)
+            if role in ("full", "reduce")
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)
+            if list(arg.uses) and isinstance(operand.type, ir.ShapedType) and all(_uses_dim(amap, d) for d in range(n))
+        ]
 
 
 def _row_map(amap: ir.AffineMap, p: int) -> bool:

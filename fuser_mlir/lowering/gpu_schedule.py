@@ -165,20 +165,24 @@ WARP = 32
 WARP_CACHED = (4, 8)
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
-#: runs it (float32, 4 columns a slot: up to 4K, 8K, 16K, 32K columns;
-#: bfloat16 twice that). Few slots per lane keep registers, and so blocks per
-#: SM, up; the last doubles them, as threads cannot grow past 1024.
+#: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K
+#: columns; bfloat16 twice that). Few slots per lane keep registers, and so
+#: blocks per SM, up; the last doubles them, as threads cannot grow past 1024.
 #: A variant is compiled only where the row's values fit in half of a
-#: thread's share of the register file (see :meth:`_SegmentScheduler.row_registers`):
+#: thread's share of the register file, with room for
+#: :data:`BLOCK_MIN_PER_SM` blocks of 512 threads (see :meth:`_SegmentScheduler.row_registers`):
 #: past that, ptxas spills and the kernel is slower than reading the row per
-#: generic (measured on the H200: bench/results/h200-sweeps.txt). Loaded
+#: generic (measured on the H200: bench/results/h200-sweeps.txt). So (512, 8)
+#: takes a softmax's float32 rows of 16K (32 values a lane: 0.94 of copy,
+#: 0.77 on (1024, 4)), where a layer or RMS norm's 36-40 spilled 132-144 B
+#: and ran at 0.58-0.60 (sweep 7). Loaded
 #: bfloat16 columns count half a register, but a lane's columns at least one
 #: each: an RMS norm bfloat16 of 32K columns on (1024, 4) (32 columns a
 #: lane, 20 words loaded with its weight's: 32 of the 32 allowed; 40
 #: counting every value as float32) runs at 0.85 of copy, read per generic
 #: at 0.81; float32 rows of as many values a lane and a weight spill 96-160 B
 #: there and ran at 0.47-0.60 (sweep 6).
-BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
+BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (512, 8), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
 #: its row's reduction leaves the other to keep memory busy. A layer norm of
@@ -333,7 +337,7 @@ class _RowGroup:
     @property
     def blocks_per_sm(self) -> int:
         """Blocks an SM must have room for (ptxas caps registers to fit)."""
-        return BLOCK_MIN_PER_SM if self.kind == "block" and self.cached and self.threads == 512 else 1
+        return _blocks_per_sm(self.threads) if self.kind == "block" and self.cached else 1
 
     @property
     def prefetches(self) -> bool:
@@ -343,6 +347,11 @@ class _RowGroup:
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
         return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
+
+
+def _blocks_per_sm(threads: int) -> int:
+    """Blocks of a cached block variant of ``threads`` an SM must have room for (:data:`BLOCK_MIN_PER_SM`)."""
+    return BLOCK_MIN_PER_SM if threads == 512 else 1
 
 
 def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str], span: int = WARP) -> list[ir.Value]:
@@ -1536,7 +1545,7 @@ class _SegmentScheduler:
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
             values, words = registers(columns)
-            if threads * columns <= below or words > REGISTER_FILE // threads // 2:
+            if threads * columns <= below or words > REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2:
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0

@@ -36,7 +36,7 @@ PIPELINES["fuser-cpu-pipeline"] = (
 )
 
 # Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
-GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, reconcile-unrealized-casts)"
+GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, convert-nvvm-to-llvm, canonicalize, reconcile-unrealized-casts)"
 
 
 def sm_number(arch: str) -> int:

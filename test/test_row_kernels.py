@@ -13,7 +13,7 @@ import pytest
 
 from bench_scripts import load as load_bench
 from devices import cuda_available, to_device, to_host
-from fuser_mlir import FusionExecutorCache
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
 
 RNG = np.random.default_rng(20261201)
@@ -90,7 +90,49 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
     monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
     monkeypatch.setattr(gpu_schedule, "MAX_BLOCKS", 2)
+    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     check_rows(case, dtype, "cuda", [2048, 4096, 8192, 16384, 32768], rows=203)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
+    """A softmax of ``x`` times a second full-size input ``y`` that only the
+    last pass reads, after every reduction of its row: only the barrier at
+    the start of each row keeps thread 0 from copying the next row into the
+    buffer that lanes still read ``y`` from (gpu_schedule.BUFFER_NEXT_ROW).
+    On 1024-thread blocks of 2 slots (two rows of both inputs fit the two
+    buffers), 16 blocks for 203 rows, so each block turns its buffers over
+    12 or 13 times."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "BLOCK_CACHED", ((1024, 2),))
+    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    low = dtype == "bfloat16"
+    np_dtype = BF16 if low else np.dtype(np.float32)
+    kind = {"float32": DataType.Float, "bfloat16": DataType.BFloat16}[dtype]
+    with FusionDefinition(name=f"softmax_times_{dtype}") as fd:
+        x = BENCH.fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=kind), low)
+        y = BENCH.fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=kind), low)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(BENCH.fd_down(fd, e / fd.ops.sum(e, dims=[1], keepdim=True) * y, kind))
+    fec = FusionExecutorCache(fd)
+    for cols in (4096 if low else 2048, 10000 if low else 6000, 16384 if low else 8192):
+        inputs = [(RNG.standard_normal((203, cols)) * 3 + 1).astype(np_dtype) for _ in range(2)]
+        before = [a.copy() for a in inputs]
+        x64, y64 = (a.astype(np.float64) for a in inputs)
+        expected = softmax_ref(x64) * y64
+        out = to_device(np.full((203, cols), np.nan, np_dtype), "cuda")
+        arguments = [to_device(a, "cuda") for a in inputs]
+        compiled, _, _ = fec.compiled_for(arguments, [out])
+        assert "cp.async.bulk.shared::cluster.global" in compiled.program.ptx
+        (got,) = fec.run(arguments, outputs=[out])
+        scale = np.abs(expected).max(axis=1, keepdims=True)
+        rtol, atol = (2**-7, 2e-2) if low else (2e-5, 2e-5)
+        np.testing.assert_allclose(to_host(got).astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=f"{dtype} {cols}")
+        for array, original in zip(inputs, before):
+            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
 
 
 def check_rows(case, dtype, device, lengths, rows=3):

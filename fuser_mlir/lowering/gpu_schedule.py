@@ -37,6 +37,9 @@ persistent rows (a whole segment)
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
     generic reads them there; full-size temporaries stay in registers too.
+    The cached 1024-thread blocks (one an SM) take rows in a persistent
+    grid and get them ahead, in shared memory, from the copy engine
+    (:data:`BUFFER_NEXT_ROW`, :class:`_RowBuffer`), with their weights.
     Longer float32 rows, up to 32K columns, are *staged*
     (:data:`SHARED_THREADS`): a 1024-thread block loads a lane's slots of the
     row at once into dynamic shared memory (the launch's ``shared_bytes`` is
@@ -272,6 +275,34 @@ SHARED_PAD = 16
 #: inner sum (bfloat16 64K 1.02 -> 0.96); rows read per generic did not
 #: change (bench/results/h200-sweeps.txt, sweep 6).
 BLOCK_REDUCE = True
+#: The cached block variants of 1024 threads (one block an SM, so one row's
+#: load, reductions and stores do not overlap another's) receive their rows
+#: in shared memory, rows ahead, from the copy engine (``cp.async.bulk``,
+#: sm_90 and later; :class:`_RowBuffer`): up to :data:`BUFFER_DEPTH` row
+#: buffers of the inputs the row's first reduction reads, and the weights
+#: (inputs that vary along the row alone) once per block where they fit
+#: too. Their grid is persistent (:data:`PERSISTENT_BLOCKS`), each block
+#: taking many rows, so memory reads the block's next rows while it reduces
+#: and writes this one. On the H200 (256 MB, back to back; off -> on):
+#: softmax bfloat16 of 32K columns 0.70 -> 0.87 of copy, layer norm bfloat16
+#: 32K 0.68 -> 0.85 (one row buffer and the weights; two row buffers
+#: without the weights ran at 0.65), RMS norm bfloat16 32K 0.85 -> 0.87,
+#: layer norm float32 16K 0.82 -> 0.84, RMS norm float32 16K 0.88 -> 0.88.
+#: Without a persistent grid (a block a row: rows of 256 MB are fewer than
+#: its cap), there is no next row to buffer and all of these lost
+#: (bench/results/h200-sweeps.txt, sweep 8).
+BUFFER_NEXT_ROW = True
+#: Most row buffers of a buffered variant (as many as fit, up to this): one
+#: is refilled once every lane has read it, so with more, later rows are
+#: on their way meanwhile. Softmax bfloat16 32K: 1, 2, 3 buffers 0.83, 0.81,
+#: 0.87 of copy; RMS norm bfloat16 32K 0.81, 0.87, 0.87 (sweep 8).
+BUFFER_DEPTH = 3
+#: Fewest threads of a buffered cached block variant: buffering the 512-thread
+#: ones (two blocks an SM) lost (layer norm bfloat16 16K 0.84 -> 0.72, RMS
+#: norm float32 8K 0.96 -> 0.86; sweep 8).
+BUFFERED_THREADS = 1024
+#: Blocks of a buffered variant's grid per block an SM holds (an H200's SMs).
+PERSISTENT_BLOCKS = 132
 
 
 @dataclass
@@ -282,7 +313,9 @@ class _RowGroup:
     else ``gpu.all_reduce``). ``when``: the launch condition;
     ``cached``: the whole row fits in the lanes' registers (``columns`` per
     lane), so it is read once; ``staged``: the row's values are kept in
-    shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block."""
+    shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block;
+    ``buffered``: row buffers in shared memory that a cached block's rows
+    arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: and its weights."""
 
     kind: str
     when: list | None
@@ -291,6 +324,8 @@ class _RowGroup:
     columns: int = 0  # per lane, in the cached and staged variants
     staged: bool = False
     max_registers: int = 0  # a thread's registers (.maxnreg; 0: as ptxas likes)
+    buffered: int = 0  # row buffers its rows arrive in, rows ahead (:data:`BUFFER_NEXT_ROW`; 0: none)
+    shared_weights: bool = False  # ... and its weights, once
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -346,7 +381,10 @@ class _RowGroup:
 
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
-        return [["min", _ceildiv(rows, per_block), ["const", MAX_BLOCKS * 8]], ["const", 1], ["const", 1]]
+        cap = MAX_BLOCKS * 8
+        if self.buffered:
+            cap = PERSISTENT_BLOCKS * self.blocks_per_sm  # resident blocks that take many rows each
+        return [["min", _ceildiv(rows, per_block), ["const", cap]], ["const", 1], ["const", 1]]
 
 
 def _blocks_per_sm(threads: int) -> int:
@@ -451,6 +489,21 @@ def _divided(x: ir.Value, d: ir.Value) -> ir.Value:
     scale = arith.SelectOp(tiny, constant(2.0**64), arith.SelectOp(huge, constant(2.0**-64), constant(1.0)).result).result
     reciprocal = arith.DivFOp(constant(1.0), arith.MulFOp(d, scale).result).result
     return arith.MulFOp(arith.MulFOp(x, scale).result, reciprocal).result
+
+
+def _workgroup() -> ir.Attribute:
+    return ir.Attribute.parse("#gpu.address_space<workgroup>")
+
+
+def _shared_bytes() -> ir.Value:
+    """The block's dynamic shared memory, as bytes."""
+    return gpu.DynamicSharedMemoryOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8), memory_space=_workgroup())).result
+
+
+def _padded(columns: ir.Value) -> ir.Value:
+    """``columns`` rounded up to :data:`SHARED_PAD`: a row's places in each region of shared memory."""
+    pad = _index(SHARED_PAD)
+    return arith.MulIOp(arith.CeilDivUIOp(columns, pad).result, pad).result
 
 
 def _element_bytes(element: ir.Type) -> int:
@@ -665,14 +718,19 @@ class _Kernel:
         results (one per value reduced together): two rounds of a 32-bit
         word per warp, a ``memref.global`` of the kernel's module."""
         while len(self.partial_buffers) <= index:
-            workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
-            mtype = ir.MemRefType.get([2 * WARP], ir.IntegerType.get_signless(32), memory_space=workgroup)
-            name = f"{self.name}_partials{len(self.partial_buffers)}"
-            with ir.InsertionPoint(self.func), self.segment.location:
-                memref.GlobalOp(name, ir.TypeAttr.get(mtype), sym_visibility="private", alignment=16)
-            with ir.InsertionPoint(self.anchor.owner), self.segment.location:
-                self.partial_buffers.append(memref.GetGlobalOp(mtype, name).result)
+            name = f"partials{len(self.partial_buffers)}"
+            self.partial_buffers.append(self.workgroup_global(name, 2 * WARP, ir.IntegerType.get_signless(32)))
         return self.partial_buffers[index]
+
+    def workgroup_global(self, name: str, size: int, element: ir.Type) -> ir.Value:
+        """A new buffer of ``size`` elements in the block's shared memory (a
+        ``memref.global`` of the kernel's module, ``{kernel}_{name}``), got
+        in the kernel's prologue."""
+        mtype = ir.MemRefType.get([size], element, memory_space=_workgroup())
+        with ir.InsertionPoint(self.func), self.segment.location:
+            memref.GlobalOp(f"{self.name}_{name}", ir.TypeAttr.get(mtype), sym_visibility="private", alignment=16)
+        with ir.InsertionPoint(self.anchor.owner), self.segment.location:
+            return memref.GetGlobalOp(mtype, f"{self.name}_{name}").result
 
     # -- arguments and host values ---------------------------------------------------
 
@@ -893,22 +951,26 @@ class _RowWalk:
         self.keeping: list[tuple] = []  # (vector, region, slot) loaded and yet to be stored in shared memory
         self.reductions = 0  # group reductions of the row so far
         self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
+        self.released = None  # called after the row's first reduction (a buffered variant's _RowBuffer.release)
 
-    def stage(self, regions: dict[tuple, tuple[ir.Type, int]]) -> None:
+    def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
         bytes per column before its region)) in dynamic shared memory: the
         first generic to read one stores what it loads there, and later
         generics read it there. A lane touches only its own columns' places,
-        so no barrier is needed (see :meth:`_SegmentScheduler.staged_regions`)."""
-        workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
-        dynamic = ir.ShapedType.get_dynamic_size()
-        base = gpu.DynamicSharedMemoryOp(ir.MemRefType.get([dynamic], ir.IntegerType.get_signless(8), memory_space=workgroup)).result
-        pad = _index(SHARED_PAD)
-        padded = arith.MulIOp(arith.CeilDivUIOp(self.cols, pad).result, pad).result
+        so no barrier is needed (see :meth:`_SegmentScheduler.staged_regions`).
+        With ``at`` (a byte offset in shared memory), the regions there
+        already hold the row (a buffered variant's row buffer): every
+        generic reads them."""
+        base = _shared_bytes()
+        padded = _padded(self.cols)
         count = arith.DivUIOp(padded, _index(self.lanes)).result
         for key, (element, offset) in regions.items():
-            vtype = ir.MemRefType.get([dynamic], ir.VectorType.get([self.lanes], element), memory_space=workgroup)
-            self.staged[key] = memref.ViewOp(vtype, base, _scaled(padded, offset), [count]).result
+            vtype = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.VectorType.get([self.lanes], element), memory_space=_workgroup())
+            start = _scaled(padded, offset)
+            self.staged[key] = memref.ViewOp(vtype, base, start if at is None else arith.AddIOp(at, start).result, [count]).result
+        if at is not None:
+            self.filled |= set(regions)
 
     def stages(self, g: _Generic) -> bool:
         """Whether ``g`` is the first to read a staged operand."""
@@ -1074,6 +1136,129 @@ class _RowWalk:
             for value, buffer, indices in stores:
                 memref.StoreOp(value, buffer, indices)
             scf.YieldOp([])
+
+
+class _RowBuffer:
+    """A buffered variant's row buffers in dynamic shared memory
+    (:data:`BUFFER_NEXT_ROW`): ``rows`` (inputs read by the row's first
+    reduction or a step before it) and ``weights`` (inputs that vary along
+    the row alone), both (operand, map text) -> map. The weights' regions
+    come first, then ``depth`` buffers of a region of the row's columns for
+    each of ``rows``; bulk copies fill them, each buffer completing on its
+    own mbarrier.
+
+    Before the row loop, thread 0 asks for the weights and the block's first
+    ``depth`` rows (:meth:`open`). Row ``t`` of the block (counting from 0)
+    is in buffer ``t mod depth``: it waits for that buffer's mbarrier to
+    complete phase ``t div depth`` (parity ``t div depth mod 2``). Once
+    every lane has read it (past the barrier of the row's first reduction:
+    the cached variants load all of a row's inputs in the generic that reads
+    them first), thread 0 asks for row ``t + depth`` into the same buffer
+    (:meth:`release`)."""
+
+    def __init__(self, rows: dict, weights: dict):
+        self.rows, self.weights = rows, weights
+        self.weight_regions, self.weight_bytes = self._regions(weights, 0)  # (operand, map text) -> (element, bytes a column before it)
+        self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
+        self.row_bytes = end - self.weight_bytes
+        self.bytes = (self.row_bytes, self.weight_bytes)  # a column of a row buffer, of the weights
+
+    def without_weights(self) -> "_RowBuffer":
+        """The same rows, weights left in memory."""
+        return _RowBuffer(self.rows, {})
+
+    @staticmethod
+    def _regions(inputs: dict, offset: int) -> tuple[dict, int]:
+        regions = {}
+        for key in inputs:
+            element = ir.MemRefType(key[0].type).element_type
+            regions[key] = (element, offset)
+            offset += _element_bytes(element)
+        return regions, offset
+
+    def open(self, k: "_Kernel", loop: scf.ForOp, sizes: list, p: int, lanes: int, depth: int) -> ir.Value:
+        """The prologue, before ``loop`` (the row loop), and the wait for the
+        row at the insertion point (the start of the loop's body); returns
+        the byte offset of the row's buffer from buffer 0."""
+        i32 = ir.IntegerType.get_signless(32)
+        self.k, self.loop, self.sizes, self.p, self.lanes, self.depth = k, loop, sizes, p, lanes, depth
+        with ir.InsertionPoint(loop.operation):
+            barriers = k.workgroup_global("rows", depth, ir.IntegerType.get_signless(64))
+            self.barriers = _pointer(barriers, k.zero, 3)
+            self.base = _shared_bytes()
+            self.columns = k.product(sizes[p:])
+            self.padded = _padded(self.columns)
+            for j in range(depth):
+                row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
+                there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
+                branch = scf.IfOp(arith.AndIOp(self._thread_0(), there).result)
+                with ir.InsertionPoint(branch.then_block):
+                    if j == 0:
+                        for i in range(depth):
+                            nvvm.MBarrierInitOp(_pointer(barriers, _index(8 * i), 3), arith.ConstantOp(i32, 1).result)
+                        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+                    self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
+                    scf.YieldOp([])
+            gpu.BarrierOp()
+        done = arith.DivUIOp(arith.SubIOp(loop.induction_variable, loop.lowerBound).result, loop.step).result
+        self.which = arith.RemUIOp(done, _index(depth)).result
+        parity = arith.AndIOp(arith.DivUIOp(done, _index(depth)).result, _index(1)).result
+        nvvm.MBarrierTryWaitParityOp(self._barrier(self.which), arith.IndexCastOp(i32, parity).result, arith.ConstantOp(i32, 0).result)
+        return self._buffer(self.which)
+
+    def release(self) -> None:
+        """Thread 0 asks for the row ``depth`` rows on into this row's buffer
+        (every lane has read this row)."""
+        row = arith.AddIOp(self.loop.induction_variable, _scaled(self.loop.step, self.depth)).result
+        more = arith.CmpIOp(arith.CmpIPredicate.ult, row, self.loop.upperBound).result
+        branch = scf.IfOp(arith.AndIOp(self._thread_0(), more).result)
+        with ir.InsertionPoint(branch.then_block):
+            nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)  # after the lanes' reads
+            self._ask(row, self.which, self.rows)
+            scf.YieldOp([])
+
+    def _thread_0(self) -> ir.Value:
+        return arith.CmpIOp(arith.CmpIPredicate.eq, self.k.special("thread"), _index(0)).result
+
+    def _barrier(self, which: ir.Value) -> ir.Value:
+        return llvm.GEPOp(self.barriers.type, self.barriers, [arith.IndexCastOp(ir.IntegerType.get_signless(64), which).result], [-2147483648], ir.IntegerType.get_signless(64), 0).result
+
+    def _buffer(self, which: ir.Value) -> ir.Value:
+        """Byte offset of row buffer ``which`` from buffer 0."""
+        return arith.MulIOp(which, _scaled(self.padded, self.row_bytes)).result
+
+    def _ask(self, row: ir.Value, which: ir.Value, inputs: dict) -> None:
+        """Copies of ``row`` of ``inputs`` into their regions (the rows' in
+        buffer ``which``), completing on its mbarrier, which expects their
+        bytes (thread 0)."""
+        k, i32 = self.k, ir.IntegerType.get_signless(32)
+        n = len(self.sizes)
+        ivs = k.delinearize(row, self.sizes[: self.p]) + [k.zero] * (n - self.p)
+        regions = {**self.weight_regions, **self.row_regions}
+        total = sum(_element_bytes(regions[key][0]) for key in inputs)
+        barrier = self._barrier(which)
+        nvvm.MBarrierArriveExpectTxOp(ir.IntegerType.get_signless(64), barrier, arith.IndexCastOp(i32, _scaled(self.columns, total)).result)
+        buffer = self._buffer(which)
+        for (operand, text), amap in inputs.items():
+            element, offset = regions[(operand, text)]
+            size = _element_bytes(element)
+            flat = k.linear_index(operand, k.indices(amap, ivs))
+            source = _pointer(k.view_argument(operand, self.lanes), _scaled(flat, size), 1)
+            start = _scaled(self.padded, offset)
+            if (operand, text) in self.row_regions:
+                start = arith.AddIOp(buffer, start).result
+            target = _pointer(self.base, start, 7)  # the .shared::cluster form: PTX 8.0 (::cta needs 8.6)
+            nvvm.CpAsyncBulkGlobalToSharedClusterOp(target, source, barrier, arith.IndexCastOp(i32, _scaled(self.columns, size)).result)
+
+
+def _pointer(buffer: ir.Value, byte_offset: ir.Value, space: int) -> ir.Value:
+    """An ``!llvm.ptr<space>`` to ``byte_offset`` bytes into ``buffer`` (a
+    memref in global memory for space 1, in shared memory for 3, or for 7:
+    the same address in the block's window of its cluster's shared memory)."""
+    start = arith.AddIOp(memref.ExtractAlignedPointerAsIndexOp(buffer).result, byte_offset).result
+    address = arith.IndexCastOp(ir.IntegerType.get_signless(64), start).result
+    pointer = llvm.IntToPtrOp(ir.Type.parse(f"!llvm.ptr<{3 if space == 7 else space}>"), address).result
+    return llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<7>"), pointer).result if space == 7 else pointer
 
 
 # -- one segment ----------------------------------------------------------------------
@@ -1514,7 +1699,9 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def row_groups(cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0) -> list[_RowGroup]:
+    def row_groups(
+        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, 0)
+    ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
         32-bit (``narrow``: warp shuffles move 32 bits), else a block per row.
@@ -1525,7 +1712,11 @@ class _SegmentScheduler:
         :meth:`_SegmentScheduler.row_registers`); longer rows whose
         staged values (``staged_bytes`` a column) fit in
         :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
-        are read per generic."""
+        are read per generic. Cached blocks of :data:`BUFFERED_THREADS` are
+        buffered (:data:`BUFFER_NEXT_ROW`) where a row buffer fits in
+        :data:`SHARED_ROW_BYTES`: ``buffered_bytes`` is (a row buffer's,
+        the weights') bytes a column, (0, 0) for none; the weights are
+        kept too where they fit with a buffer."""
         if lanes < 2:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -1549,7 +1740,18 @@ class _SegmentScheduler:
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
-            groups.append(_RowGroup("block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap))
+            buffered, shared_weights = 0, False
+            row_bytes, weight_bytes = buffered_bytes
+            if BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes:  # for a row of the most columns it takes
+                room = SHARED_ROW_BYTES // (threads * columns * _blocks_per_sm(threads))  # bytes a column
+                shared_weights = room >= weight_bytes + row_bytes
+                buffered = min(BUFFER_DEPTH, (room - weight_bytes * shared_weights) // row_bytes)
+            groups.append(
+                _RowGroup(
+                    "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
+                    shared_weights=shared_weights,
+                )
+            )
             below = threads * columns
         columns = SHARED_SLOTS * lanes
         staged = 0
@@ -1675,11 +1877,13 @@ class _SegmentScheduler:
         lanes = self.row_lanes(wide, plan.row_temps) if n - p == 1 else 1
         keep = self.kept_temps(plan)
         regions, staged_bytes = self.staged_regions(plan)
+        buffer = self.row_buffer(plan, lanes)
         variants = [
             (group, vector_lanes, _both(group.when, condition))
             for vector_lanes, condition in self.vector_variants(lanes, cols_f)
             for group in self.row_groups(
-                cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes
+                cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes,
+                buffer.bytes if buffer and vector_lanes > 1 else (0, 0),
             )
         ]
         for group, vector_lanes, when in variants:
@@ -1695,6 +1899,11 @@ class _SegmentScheduler:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:
                         walk.stage(regions)
+                    if group.buffered:
+                        kept = buffer if group.shared_weights else buffer.without_weights()
+                        walk.stage(kept.weight_regions, k.zero)
+                        walk.stage(kept.row_regions, kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered))
+                        walk.released = kept.release
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     whole = group.cached or group.staged  # a lane's slots of the row walked at once
                     slots = walk.slots(k.zero, group.columns // vector_lanes) if whole else None
@@ -1706,7 +1915,10 @@ class _SegmentScheduler:
                         self._row_step(walk, g, role, plan, first, group, at, cache, keep if group.cached else frozenset())
                         walk.settle()
                     scf.YieldOp([])
-            shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * staged_bytes]]) if group.staged else 0
+            shared = 0
+            if group.staged or group.buffered:
+                per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
+                shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,
@@ -1740,24 +1952,56 @@ class _SegmentScheduler:
                 nvvm.CpAsyncBulkPrefetchOp(address.result, size.result)
             scf.YieldOp([])
 
-    def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
+    def row_buffer(self, plan: "_RowPlan", lanes: int) -> "_RowBuffer | None":
+        """What a buffered variant keeps in its row buffer (:data:`BUFFER_NEXT_ROW`):
+        the inputs that the row's first reduction or the steps before it read
+        at each (row, column), and the inputs that vary along the row alone
+        (weights), none of them written by the segment; None where there are
+        no such row inputs, the target has no bulk copies, or one of them
+        has vectors of ``lanes`` columns other than 16 bytes (a bulk copy's
+        source and size must be multiples of 16 bytes: so are those rows)."""
+        if not self.bulk_prefetch:
+            return None
+        p, n = plan.rank_p, len(plan.anchor.iterators)
+        written = {o for g, _ in plan.steps for o in g.outputs}
+        anchor = next(step for step, (g, _) in enumerate(plan.steps) if g is plan.anchor)
+        rows, weights = {}, {}
+        for step, (g, role) in enumerate(plan.steps):
+            if role not in ("full", "reduce"):
+                continue
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+                if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or operand in written:
+                    continue
+                if not all(_uses_dim(amap, d) for d in range(p, n)):
+                    continue  # constant along the row
+                if all(_uses_dim(amap, d) for d in range(p)):
+                    if step <= anchor:
+                        rows[(operand, str(amap))] = amap
+                elif not any(_uses_dim(amap, d) for d in range(p)):
+                    weights[(operand, str(amap))] = amap
+        if not rows or any(_element_bytes(ir.MemRefType(o.type).element_type) * lanes != VECTOR_BYTES for o, _ in [*rows, *weights]):
+            return None
+        return _RowBuffer(rows, weights)
+
+    def staged_regions(self, plan: "_RowPlan", readers: int = 2) -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
         """What the staged variant keeps in shared memory, and its bytes per
-        column: every operand read at each (row, column) by more than one
-        generic and written by none, each in a region of the row's (padded)
+        column: every operand read at each (row, column) by ``readers``
+        generics or more and written by none, each in a region of the row's (padded)
         columns. Full-size temporaries stay in memory, read back by the lane
         that wrote them (after elementwise fusion, the normalizations have
         none). Regions: (operand, map) -> (element type, bytes per column
-        before the region)."""
+        before the region). With ``readers`` 1, what a buffered variant's
+        row buffer holds (:data:`BUFFER_NEXT_ROW`)."""
         written = {o for g, _ in plan.steps for o in g.outputs}
-        readers: dict[tuple, set[int]] = {}
+        reading: dict[tuple, set[int]] = {}
         elements: dict[tuple, ir.Type] = {}
         for step, operand, amap in plan.full_inputs():
             if operand not in written:
-                readers.setdefault((operand, str(amap)), set()).add(step)
+                reading.setdefault((operand, str(amap)), set()).add(step)
                 elements[(operand, str(amap))] = ir.MemRefType(operand.type).element_type
         layout, offset = {}, 0
-        for key, steps in readers.items():
-            if len(steps) > 1:
+        for key, steps in reading.items():
+            if len(steps) >= readers:
                 layout[key] = (elements[key], offset)
                 offset += _element_bytes(elements[key])
         return layout, offset
@@ -1826,6 +2070,8 @@ class _SegmentScheduler:
         if role == "reduce":
             partials = walk.reduce(g, [registers.pop(o) for o in g.outputs], slots, cache)
             totals = group.reduce(k, partials, g.combining_ops(), walk.reductions, walk.row_parity)
+            if walk.reductions == 0 and walk.released is not None:
+                walk.released()  # past the reduction's barrier: every lane has loaded the row
             walk.reductions += 1
             self._row_results(k, g, totals, registers, plan, at_row, first)
             return

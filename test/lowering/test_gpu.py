@@ -192,7 +192,8 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
         return launch
 
     def vector_loads(launch):
-        return len(re.findall(r"memref\.(?:load|store) .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
+        # from memory, or from the shared memory that a 1024-thread block's rows arrive in (BUFFER_NEXT_ROW)
+        return len(re.findall(r"memref\.(?:load|store) .*memref<\?xvector<8xbf16>(?:, #gpu.address_space<workgroup>)?>", kernel_text(text, launch.kernel)))
 
     cached = [chosen(1024), chosen(2048), chosen(4096), chosen(8192), chosen(16384), chosen(32768)]
     long = chosen(32776)
@@ -233,13 +234,14 @@ def test_cached_blocks_reduce_with_one_barrier_each():
     reduction: lane 0 of each warp writes the warp's word to the kernel's
     workgroup buffer of partials, and every warp reads them all after the
     barrier. A softmax's two reductions take two barriers, an RMS norm's one
-    takes one. Blocks that read the row per generic keep gpu.all_reduce."""
+    takes one; blocks whose rows arrive in shared memory have one more, before
+    their row loop. Blocks that read the row per generic keep gpu.all_reduce."""
     for case, dtype, reductions, lengths in [("softmax", "bfloat16", 2, (4096, 8192, 16384, 32768)), ("rms_norm", "float32", 1, (2048, 4096, 8192, 16384))]:
         text, chosen = bench_rows(case, dtype)
         for cols in lengths:
             launch = chosen(cols)
             kernel = kernel_text(text, launch.kernel)
-            assert launch.block[0] >= 256 and kernel.count("gpu.barrier") == reductions, (case, cols)
+            assert launch.block[0] >= 256 and kernel.count("gpu.barrier") == reductions + bool(launch.shared_bytes), (case, cols)
             assert "gpu.all_reduce" not in kernel and f"memref.get_global @{launch.kernel}_partials0 " in kernel
             declared = f'memref.global "private" @{launch.kernel}_partials0 : memref<64xi32, #gpu.address_space<workgroup>>'
             assert declared in text
@@ -324,20 +326,25 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory():
         (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, cols), (cols,), (cols,), (3, cols)], [])]
         return launch
 
-    staged = [launch for launch in segment.launches if launch.shared_bytes]
+    staged = [launch for launch in segment.launches if launch.shared_bytes and "_rows" not in kernel_ptx(program.ptx, launch.kernel)]
     assert len(staged) == 1 and staged[0].block == [1024, 1, 1]
     assert [chosen(cols) is staged[0] for cols in (16384, 16388, 32768, 32772)] == [False, True, True, False]
     for cols in (16388, 20000, 32768):
         assert evaluate(staged[0].shared_bytes, [(3, cols)], []) == -(-cols // 16) * 16 * 4
     assert re.search(r"\.extern \.shared \.align 16 \.b8 __dynamic_shmem__\w*\[\];", program.ptx)
-    kernel = program.ptx[program.ptx.index(f".entry {staged[0].kernel}(") :]
-    kernel = kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
+    kernel = kernel_ptx(program.ptx, staged[0].kernel)
     assert kernel.count("st.shared.v4") == 8 and kernel.count("ld.shared.v4") == 2 * 4  # x kept; 2 passes read it by 4 slots
     context, module = outlined(layer_norm_bf16())
     with context, ir.Location.unknown():
         scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 4})
     (segment,) = scheduled.programs.values()
-    assert not any(launch.shared_bytes for launch in segment.launches)
+    shared = [launch for launch in segment.launches if launch.shared_bytes]  # the 1024-thread cached block's row buffer only
+    assert [launch.block[0] for launch in shared] == [1024] and "_rows" in kernel_text(str(scheduled.module), shared[0].kernel)
+
+
+def kernel_ptx(ptx: str, name: str) -> str:
+    kernel = ptx[ptx.index(f".entry {name}(") :]
+    return kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
 
 
 def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
@@ -354,8 +361,7 @@ def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
     assert re.search(r"^\.version 8\.0$", program.ptx, re.M)
 
     def kernel(name):
-        text = program.ptx[program.ptx.index(f".entry {name}(") :]
-        return text[: text.find(".entry", 1) if ".entry" in text[1:] else len(text)]
+        return kernel_ptx(program.ptx, name)
 
     def chosen(cols):
         shapes = [(3, cols), (cols,), (cols,), (3, cols)]
@@ -459,7 +465,8 @@ def test_loaded_bfloat16_columns_count_half_a_register():
         text, chosen = bench_rows(case, dtype)
         launch = chosen(cols)
         cached = "_partials0" in kernel_text(text, launch.kernel)  # one-barrier reductions: cached blocks only
-        assert (launch.block[0], bool(launch.shared_bytes), cached) == (threads, staged, threads == 1024 and not staged), case
+        assert (launch.block[0], cached) == (threads, threads == 1024 and not staged), case
+        assert bool(launch.shared_bytes) == (staged or cached), case  # a 1024-thread cached block's rows arrive in shared memory
 
 
 @pytest.mark.parametrize("contract", [True, False])
@@ -509,3 +516,40 @@ def test_a_ptxas_older_than_the_ptx_leaves_the_ptx_to_the_driver(tmp_path, monke
     else:
         with pytest.raises(CompileError, match="ptxas rejected the generated PTX for sm_90:\n.*Illegal instruction"):
             gpu.assemble(ptx, "sm_90")
+
+
+def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
+    """A cached 1024-thread block (one an SM) takes rows in a grid of one
+    block an SM (PERSISTENT_BLOCKS) and gets them in shared memory from the
+    copy engine: up to 3 row buffers of the inputs its first reduction reads,
+    each completing on its own mbarrier, and its weights once where they fit
+    with a buffer. Before its row loop, thread 0 asks for the weights and a
+    row per buffer; each row asks for the row 3 (its buffers) on once it has
+    been read. The PTX has the PTX 8.0 forms (shared::cluster) and ptxas
+    takes it. Other variants, and targets before sm_90, have none of it."""
+    needs_libdevice()
+    cases = [  # case, dtype, columns, bytes a column of shared memory, buffers, copies before the row loop
+        ("softmax", "bfloat16", 32768, 3 * 2, 3, 3),  # x: 3 buffers of 64 KB
+        ("layer_norm", "bfloat16", 32768, 2 + 2 + 2, 1, 3),  # w and b (128 KB) and a buffer of x
+        ("rms_norm", "bfloat16", 32768, 2 + 2 * 2, 2, 3),  # w and 2 buffers of x
+        ("layer_norm", "float32", 16384, 8 + 4, 1, 3),
+        ("rms_norm", "float32", 16384, 4 + 2 * 4, 2, 3),
+    ]
+    for case, dtype, cols, per_column, buffers, copies in cases:
+        text, chosen = bench_rows(case, dtype)
+        launch = chosen(cols)
+        kernel = kernel_text(text, launch.kernel)
+        assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["const", 132]], case
+        assert evaluate(launch.shared_bytes, [(3, cols)] * 4, []) == cols * per_column, case
+        assert f"memref<{buffers}xi64, #gpu.address_space<workgroup>>" in text and kernel.count("nvvm.mbarrier.init") == buffers, case
+        assert kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == copies + 1 and "nvvm.mbarrier.try_wait.parity" in kernel, case
+        for other in (cols // 2, 2 * cols):  # a 512-thread cached block, rows read per generic or staged: none
+            assert "nvvm.mbarrier" not in kernel_text(text, chosen(other).kernel), (case, other)
+    bench = load_bench("run")
+    for arch in ("sm_80", "sm_90"):
+        context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "softmax"), "bfloat16"))
+        with context, ir.Location.unknown():
+            program = compile_gpu(module, arch=arch, load=False, layouts={"softmax_bfloat16_seg0": [(True, 16)] * 2})
+        assert program.ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == (4 if arch == "sm_90" else 0)
+        if shutil.which("ptxas"):
+            assert program.cubin[:4] == b"\x7fELF"

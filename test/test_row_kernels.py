@@ -135,6 +135,38 @@ def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
             np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
 
 
+@pytest.mark.gpu
+def test_rows_of_a_bfloat16_input_among_float32_ones(monkeypatch):
+    """A layer norm of a bfloat16 x with float32 weights and output: vectors
+    of 4 columns, so x's rows (8 bytes a vector) need not start or end on
+    16 bytes, and x is neither prefetched nor copied in bulk. Rows of every
+    block scheme, some not a multiple of 8 columns, 16 blocks for 40 rows
+    (each block takes rows in turn)."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "MAX_BLOCKS", 2)
+    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    with FusionDefinition(name="layer_norm_mixed") as fd:
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), DataType.Float)
+        w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
+        var = fd.ops.mean(centered * centered, dims=[1], keepdim=True)
+        fd.add_output(centered * fd.ops.rsqrt(var + 1e-5) * w + b)
+    fec = FusionExecutorCache(fd)
+    for cols in (8196, 16388, 32772, 65540):
+        inputs = [(RNG.standard_normal((40, cols)) * 3 + 1).astype(BF16)]
+        inputs += [(RNG.standard_normal(cols) + 0.5).astype(np.float32) for _ in range(2)]
+        before = [a.copy() for a in inputs]
+        expected = layer_norm_ref(*[a.astype(np.float64) for a in inputs])
+        out = to_device(np.full((40, cols), np.nan, np.float32), "cuda")
+        (got,) = fec.run([to_device(a, "cuda") for a in inputs], outputs=[out])
+        np.testing.assert_allclose(to_host(got), expected, rtol=2e-5, atol=2e-5, err_msg=f"{cols} columns")
+        for array, original in zip(inputs, before):
+            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+
+
 def check_rows(case, dtype, device, lengths, rows=3):
     ref, weights = CASES[case]
     low = dtype == "bfloat16"

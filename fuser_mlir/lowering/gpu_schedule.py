@@ -1927,9 +1927,11 @@ class _SegmentScheduler:
     def _prefetch_next_row(self, k: _Kernel, plan: "_RowPlan", row_loop: scf.ForOp, sizes: list, p: int, lane: ir.Value, lanes: int) -> None:
         """Lane 0 of the block asks the L2 for the block's next row of every
         input that varies along rows and columns (see :data:`PREFETCH_NEXT_ROW`):
-        one bulk prefetch per input, from the row's first column (16-byte
-        aligned: the vector variant's buffers are, and its rows are a whole
-        number of vectors) for the row's bytes (a multiple of 16)."""
+        one bulk prefetch per input whose vectors are 16 bytes, from the
+        row's first column (16-byte aligned: the vector variant's buffers are
+        aligned to a vector, and its rows are a whole number of vectors) for
+        the row's bytes (a multiple of 16, as the prefetch needs). A bfloat16
+        input among float32 ones has 8-byte vectors: not prefetched."""
         n = len(plan.anchor.iterators)
         row = arith.AddIOp(row_loop.induction_variable, row_loop.step).result
         last = arith.CmpIOp(arith.CmpIPredicate.ult, row, row_loop.upperBound).result
@@ -1940,10 +1942,10 @@ class _SegmentScheduler:
             columns = k.product(sizes[p:])
             done = set()
             for _, operand, amap in plan.full_inputs():  # not a weight or a per-row value: a row of its own
-                if operand in done:
-                    continue
-                done.add(operand)
                 element = _element_bytes(ir.MemRefType(operand.type).element_type)
+                if operand in done or element * lanes != VECTOR_BYTES:
+                    continue  # narrower vectors (a bfloat16 input among float32 ones): rows not 16-byte aligned
+                done.add(operand)
                 view = k.view_argument(operand, lanes)
                 flat = k.linear_index(operand, k.indices(amap, ivs))
                 start = arith.AddIOp(memref.ExtractAlignedPointerAsIndexOp(view).result, _scaled(flat, element)).result

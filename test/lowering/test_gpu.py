@@ -249,9 +249,10 @@ def test_cached_blocks_reduce_with_one_barrier_each():
         assert len(re.findall(r"gpu.all_reduce +(max|add)", long)) == reductions and "_partials" not in long
 
 
-def layer_norm_f32():
+def layer_norm_f32(x_dtype=DataType.Float):
+    """A float32 layer norm; ``x_dtype``: of its input x (converted to float32)."""
     with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=x_dtype), DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         centered = x - fd.ops.mean(x, dims=[1], keepdim=True)
@@ -376,6 +377,12 @@ def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
     assert staged.shared_bytes and not cached.shared_bytes and scalar.kernel not in prefetching
     for name in prefetching:
         assert kernel(name).count("cp.async.bulk.prefetch.L2.global") == 1
+    # bfloat16 x among float32 weights and output: vectors of 4 columns, 8 bytes of x, so x's rows need not
+    # start or end on the 16 bytes a bulk prefetch needs: x is not prefetched
+    context, module = outlined(layer_norm_f32(DataType.BFloat16))
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    assert "cp.async.bulk" not in program.ptx and "memref<?xvector<4xbf16>>" in program.kernel_ir
 
 
 def test_every_bench_fusion_compiles_for_each_target_family():

@@ -295,7 +295,9 @@ BUFFER_NEXT_ROW = True
 #: Most row buffers of a buffered variant (as many as fit, up to this): one
 #: is refilled once every lane has read it, so with more, later rows are
 #: on their way meanwhile. Softmax bfloat16 32K: 1, 2, 3 buffers 0.83, 0.81,
-#: 0.87 of copy; RMS norm bfloat16 32K 0.81, 0.87, 0.87 (sweep 8).
+#: 0.87 of copy; RMS norm bfloat16 32K 0.81, 0.87, 0.87 (sweep 8). Where only
+#: one fits, the block is buffered only if its weights fit too: a softmax
+#: float32 of 32K columns ran at 0.81-0.83 on one buffer, 0.90-0.91 without.
 BUFFER_DEPTH = 3
 #: Fewest threads of a buffered cached block variant: buffering the 512-thread
 #: ones (two blocks an SM) lost (layer norm bfloat16 16K 0.84 -> 0.72, RMS
@@ -1746,6 +1748,8 @@ class _SegmentScheduler:
                 room = SHARED_ROW_BYTES // (threads * columns * _blocks_per_sm(threads))  # bytes a column
                 shared_weights = room >= weight_bytes + row_bytes
                 buffered = min(BUFFER_DEPTH, (room - weight_bytes * shared_weights) // row_bytes)
+                if buffered == 1 and not (shared_weights and weight_bytes):
+                    buffered = 0  # one buffer alone: see BUFFER_DEPTH
             groups.append(
                 _RowGroup(
                     "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,

@@ -530,7 +530,7 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
     block an SM (PERSISTENT_BLOCKS) and gets them in shared memory from the
     copy engine: up to 3 row buffers of the inputs its first reduction reads,
     each completing on its own mbarrier, and its weights once where they fit
-    with a buffer. Before its row loop, thread 0 asks for the weights and a
+    with a buffer (one buffer alone is not enough). Before its row loop, thread 0 asks for the weights and a
     row per buffer; each row asks for the row 3 (its buffers) on once it has
     been read. The PTX has the PTX 8.0 forms (shared::cluster) and ptxas
     takes it. Other variants, and targets before sm_90, have none of it."""
@@ -552,6 +552,9 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
         assert kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == copies + 1 and "nvvm.mbarrier.try_wait.parity" in kernel, case
         for other in (cols // 2, 2 * cols):  # a 512-thread cached block, rows read per generic or staged: none
             assert "nvvm.mbarrier" not in kernel_text(text, chosen(other).kernel), (case, other)
+    text, chosen = bench_rows("softmax", "float32")
+    launch = chosen(32768)  # (1024, 8): room for one buffer of x, and no weights to keep with it: not buffered
+    assert launch.block[0] == 1024 and not launch.shared_bytes and "nvvm.mbarrier" not in kernel_text(text, launch.kernel)
     bench = load_bench("run")
     for arch in ("sm_80", "sm_90"):
         context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "softmax"), "bfloat16"))

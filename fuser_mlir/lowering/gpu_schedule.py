@@ -300,8 +300,8 @@ BUFFER_NEXT_ROW = True
 #: float32 of 32K columns ran at 0.81-0.83 on one buffer, 0.90-0.91 without.
 BUFFER_DEPTH = 3
 #: Fewest threads of a buffered cached block variant: buffering the 512-thread
-#: ones (two blocks an SM) lost (layer norm bfloat16 16K 0.84 -> 0.72, RMS
-#: norm float32 8K 0.96 -> 0.86; sweep 8).
+#: ones (two blocks an SM) lost (RMS norm bfloat16 16K 0.96 -> 0.86 of copy,
+#: float32 8K 0.96 -> 0.86, layer norm float32 8K 0.95 -> 0.86; sweep 8).
 BUFFERED_THREADS = 1024
 #: Blocks of a buffered variant's grid per block an SM holds (an H200's SMs).
 PERSISTENT_BLOCKS = 132

@@ -253,7 +253,11 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: variants do not prefetch: their several resident rows an SM already
 #: overlap, and a softmax bfloat16 of 8K columns dropped from 0.92 to 0.86
 #: with it (prefetched rows evicting rows in use;
-#: bench/results/h200-sweeps.txt, sweep 5).
+#: bench/results/h200-sweeps.txt, sweep 5). But a block has a next row only
+#: where rows outnumber the grid's cap (``8 * MAX_BLOCKS``): the bench's
+#: rows of 32K columns are 2048-8192, so there the prefetch is never issued
+#: (the gains above are not explained by it), and made persistent, these
+#: grids lost (layer norm float32 32K 0.71 -> 0.59; sweep 8b).
 PREFETCH_NEXT_ROW = True
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4

@@ -957,7 +957,7 @@ class _RowWalk:
         self.keeping: list[tuple] = []  # (vector, region, slot) loaded and yet to be stored in shared memory
         self.reductions = 0  # group reductions of the row so far
         self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
-        self.released = None  # called after the row's first reduction (a buffered variant's _RowBuffer.release)
+        self.after_first_reduction = None  # a buffered variant's _RowBuffer.release
 
     def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
@@ -1169,10 +1169,6 @@ class _RowBuffer:
         self.row_bytes = end - self.weight_bytes
         self.bytes = (self.row_bytes, self.weight_bytes)  # a column of a row buffer, of the weights
 
-    def without_weights(self) -> "_RowBuffer":
-        """The same rows, weights left in memory."""
-        return _RowBuffer(self.rows, {})
-
     @staticmethod
     def _regions(inputs: dict, offset: int) -> tuple[dict, int]:
         regions = {}
@@ -1189,8 +1185,7 @@ class _RowBuffer:
         i32 = ir.IntegerType.get_signless(32)
         self.k, self.loop, self.sizes, self.p, self.lanes, self.depth = k, loop, sizes, p, lanes, depth
         with ir.InsertionPoint(loop.operation):
-            barriers = k.workgroup_global("rows", depth, ir.IntegerType.get_signless(64))
-            self.barriers = _pointer(barriers, k.zero, 3)
+            self.barriers = _pointer(k.workgroup_global("rows", depth, ir.IntegerType.get_signless(64)), k.zero, 3)
             self.base = _shared_bytes()
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
@@ -1201,7 +1196,7 @@ class _RowBuffer:
                 with ir.InsertionPoint(branch.then_block):
                     if j == 0:
                         for i in range(depth):
-                            nvvm.MBarrierInitOp(_pointer(barriers, _index(8 * i), 3), arith.ConstantOp(i32, 1).result)
+                            nvvm.MBarrierInitOp(self._barrier(_index(i)), arith.ConstantOp(i32, 1).result)
                         nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
                     self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
                     scf.YieldOp([])
@@ -1227,7 +1222,9 @@ class _RowBuffer:
         return arith.CmpIOp(arith.CmpIPredicate.eq, self.k.special("thread"), _index(0)).result
 
     def _barrier(self, which: ir.Value) -> ir.Value:
-        return llvm.GEPOp(self.barriers.type, self.barriers, [arith.IndexCastOp(ir.IntegerType.get_signless(64), which).result], [-2147483648], ir.IntegerType.get_signless(64), 0).result
+        """The mbarrier of row buffer ``which`` (an 8-byte word of ``self.barriers``)."""
+        i64 = ir.IntegerType.get_signless(64)
+        return llvm.GEPOp(self.barriers.type, self.barriers, [arith.IndexCastOp(i64, which).result], [_DYNAMIC_INDEX], i64, 0).result
 
     def _buffer(self, which: ir.Value) -> ir.Value:
         """Byte offset of row buffer ``which`` from buffer 0."""
@@ -1255,6 +1252,10 @@ class _RowBuffer:
                 start = arith.AddIOp(buffer, start).result
             target = _pointer(self.base, start, 7)  # the .shared::cluster form: PTX 8.0 (::cta needs 8.6)
             nvvm.CpAsyncBulkGlobalToSharedClusterOp(target, source, barrier, arith.IndexCastOp(i32, _scaled(self.columns, size)).result)
+
+
+#: ``llvm.getelementptr``'s marker of an index taken from its dynamic operands.
+_DYNAMIC_INDEX = -(2**31)
 
 
 def _pointer(buffer: ir.Value, byte_offset: ir.Value, space: int) -> ir.Value:
@@ -1908,10 +1909,10 @@ class _SegmentScheduler:
                     if group.staged:
                         walk.stage(regions)
                     if group.buffered:
-                        kept = buffer if group.shared_weights else buffer.without_weights()
+                        kept = _RowBuffer(buffer.rows, buffer.weights if group.shared_weights else {})
                         walk.stage(kept.weight_regions, k.zero)
                         walk.stage(kept.row_regions, kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered))
-                        walk.released = kept.release
+                        walk.after_first_reduction = kept.release
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     whole = group.cached or group.staged  # a lane's slots of the row walked at once
                     slots = walk.slots(k.zero, group.columns // vector_lanes) if whole else None
@@ -1993,25 +1994,24 @@ class _SegmentScheduler:
             return None
         return _RowBuffer(rows, weights)
 
-    def staged_regions(self, plan: "_RowPlan", readers: int = 2) -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
+    def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
         """What the staged variant keeps in shared memory, and its bytes per
-        column: every operand read at each (row, column) by ``readers``
-        generics or more and written by none, each in a region of the row's (padded)
+        column: every operand read at each (row, column) by more than one
+        generic and written by none, each in a region of the row's (padded)
         columns. Full-size temporaries stay in memory, read back by the lane
         that wrote them (after elementwise fusion, the normalizations have
         none). Regions: (operand, map) -> (element type, bytes per column
-        before the region). With ``readers`` 1, what a buffered variant's
-        row buffer holds (:data:`BUFFER_NEXT_ROW`)."""
+        before the region)."""
         written = {o for g, _ in plan.steps for o in g.outputs}
-        reading: dict[tuple, set[int]] = {}
+        readers: dict[tuple, set[int]] = {}
         elements: dict[tuple, ir.Type] = {}
         for step, operand, amap in plan.full_inputs():
             if operand not in written:
-                reading.setdefault((operand, str(amap)), set()).add(step)
+                readers.setdefault((operand, str(amap)), set()).add(step)
                 elements[(operand, str(amap))] = ir.MemRefType(operand.type).element_type
         layout, offset = {}, 0
-        for key, steps in reading.items():
-            if len(steps) >= readers:
+        for key, steps in readers.items():
+            if len(steps) > 1:
                 layout[key] = (elements[key], offset)
                 offset += _element_bytes(elements[key])
         return layout, offset
@@ -2080,8 +2080,8 @@ class _SegmentScheduler:
         if role == "reduce":
             partials = walk.reduce(g, [registers.pop(o) for o in g.outputs], slots, cache)
             totals = group.reduce(k, partials, g.combining_ops(), walk.reductions, walk.row_parity)
-            if walk.reductions == 0 and walk.released is not None:
-                walk.released()  # past the reduction's barrier: every lane has loaded the row
+            if walk.reductions == 0 and walk.after_first_reduction is not None:
+                walk.after_first_reduction()  # past the reduction's barrier: every lane has loaded the row
             walk.reductions += 1
             self._row_results(k, g, totals, registers, plan, at_row, first)
             return

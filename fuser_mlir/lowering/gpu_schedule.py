@@ -308,6 +308,9 @@ BUFFER_DEPTH = 3
 #: float32 8K 0.96 -> 0.86, layer norm float32 8K 0.95 -> 0.86; sweep 8).
 BUFFERED_THREADS = 1024
 #: Blocks of a buffered variant's grid per block an SM holds (an H200's SMs).
+#: A constant of the compiled kernel's launch program, as MAX_BLOCKS is: on a
+#: GPU of fewer SMs, the blocks past its count wait for a second wave (each
+#: holding ~1/132 of the rows), on one of more, SMs are left idle.
 PERSISTENT_BLOCKS = 132
 
 

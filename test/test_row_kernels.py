@@ -98,12 +98,11 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
     """A softmax of ``x`` times a second full-size input ``y`` that only the
-    last pass reads, after every reduction of its row: only the barrier at
-    the start of each row keeps thread 0 from copying the next row into the
-    buffer that lanes still read ``y`` from (gpu_schedule.BUFFER_NEXT_ROW).
-    On 1024-thread blocks of 2 slots (two rows of both inputs fit the two
-    buffers), 16 blocks for 203 rows, so each block turns its buffers over
-    12 or 13 times."""
+    last pass reads, after the row's first reduction, when ``x``'s buffer is
+    already being refilled with a later row: ``x`` arrives in the row
+    buffers (gpu_schedule.BUFFER_NEXT_ROW), ``y`` must be read from memory.
+    On 1024-thread blocks of 2 slots (3 buffers of ``x`` fit), 16 blocks for
+    203 rows, so each block turns its buffers over 4 times."""
     if not cuda_available():
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
     monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached

@@ -15,7 +15,7 @@ from bench_scripts import load as load_bench
 from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
-from fuser_mlir.lowering import gpu
+from fuser_mlir.lowering import gpu, gpu_schedule
 from fuser_mlir.lowering.gpu import compile_gpu, lower_to_gpu
 from fuser_mlir.lowering.gpu_schedule import bulk_prefetch
 from fuser_mlir.pipeline import ptx_features
@@ -563,3 +563,25 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
         assert program.ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == (4 if arch == "sm_90" else 0)
         if shutil.which("ptxas"):
             assert program.cubin[:4] == b"\x7fELF"
+
+
+def test_only_inputs_read_before_the_first_reduction_ride_in_the_row_buffers(monkeypatch):
+    """A row buffer is refilled once the row's first reduction has passed its
+    barrier, so an input that a later pass reads first (``y`` in softmax(x)
+    * y) is read from memory: the bulk copies are x's alone (3 before the
+    row loop, one a row), and y is loaded as 16-byte vectors of memory."""
+    monkeypatch.setattr(gpu_schedule, "BLOCK_CACHED", ((1024, 2),))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True) * y)
+    context, module = outlined(fd)
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * 3})
+    (program,) = scheduled.programs.values()
+    (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, 8192)] * 3, [])]
+    kernel = kernel_text(str(scheduled.module), launch.kernel)
+    assert launch.block[0] == 1024 and evaluate(launch.shared_bytes, [(3, 8192)] * 3, []) == 8192 * 4 * 3  # 3 buffers of x
+    assert kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 3 + 1
+    assert re.search(r"memref\.load %arg\d+\[.*\] : memref<\?xvector<4xf32>>", kernel)  # y, from memory

@@ -119,19 +119,10 @@ def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
     fec = FusionExecutorCache(fd)
     for cols in (4096 if low else 2048, 10000 if low else 6000, 16384 if low else 8192):
         inputs = [(RNG.standard_normal((203, cols)) * 3 + 1).astype(np_dtype) for _ in range(2)]
-        before = [a.copy() for a in inputs]
         x64, y64 = (a.astype(np.float64) for a in inputs)
         expected = softmax_ref(x64) * y64
-        out = to_device(np.full((203, cols), np.nan, np_dtype), "cuda")
-        arguments = [to_device(a, "cuda") for a in inputs]
-        compiled, _, _ = fec.compiled_for(arguments, [out])
-        assert "cp.async.bulk.shared::cluster.global" in compiled.program.ptx
-        (got,) = fec.run(arguments, outputs=[out])
         scale = np.abs(expected).max(axis=1, keepdims=True)
-        rtol, atol = (2**-7, 2e-2) if low else (2e-5, 2e-5)
-        np.testing.assert_allclose(to_host(got).astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=f"{dtype} {cols}")
-        for array, original in zip(inputs, before):
-            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+        run_checked(fec, inputs, expected, np_dtype, "cuda", TOLERANCE[dtype], scale, f"{dtype} {cols}", ptx="cp.async.bulk.shared::cluster.global")
 
 
 @pytest.mark.gpu
@@ -157,13 +148,8 @@ def test_rows_of_a_bfloat16_input_among_float32_ones(monkeypatch):
     for cols in (8196, 16388, 32772, 65540):
         inputs = [(RNG.standard_normal((40, cols)) * 3 + 1).astype(BF16)]
         inputs += [(RNG.standard_normal(cols) + 0.5).astype(np.float32) for _ in range(2)]
-        before = [a.copy() for a in inputs]
         expected = layer_norm_ref(*[a.astype(np.float64) for a in inputs])
-        out = to_device(np.full((40, cols), np.nan, np.float32), "cuda")
-        (got,) = fec.run([to_device(a, "cuda") for a in inputs], outputs=[out])
-        np.testing.assert_allclose(to_host(got), expected, rtol=2e-5, atol=2e-5, err_msg=f"{cols} columns")
-        for array, original in zip(inputs, before):
-            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+        run_checked(fec, inputs, expected, np.float32, "cuda", TOLERANCE["float32"], 1.0, f"{cols} columns")
 
 
 def check_rows(case, dtype, device, lengths, rows=3):
@@ -171,22 +157,36 @@ def check_rows(case, dtype, device, lengths, rows=3):
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
     fec = FusionExecutorCache(bench_fusion(case, dtype))
-    # softmax outputs are about 1/cols: compare them relative to the row's largest
-    tolerance = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}[dtype]
     for cols in lengths:
         inputs = [(RNG.standard_normal((rows, cols)) * 3 + 1).astype(np_dtype)]
         inputs += [(RNG.standard_normal(cols) + 0.5).astype(np_dtype) for _ in range(weights)]
-        before = [a.copy() for a in inputs]
         expected = ref(*[a.astype(np.float64) for a in inputs])
-        out = to_device(np.full((rows, cols), np.nan, np_dtype), device)
-        (got,) = fec.run([to_device(a, device) for a in inputs], outputs=[out])
-        got = to_host(got).astype(np.float64)
+        # softmax outputs are about 1/cols: compare them relative to the row's largest
         scale = np.abs(expected).max(axis=1, keepdims=True) if case == "softmax" else 1.0
-        rtol, atol = tolerance
-        np.testing.assert_allclose(got / scale, expected / scale, rtol=rtol, atol=atol, err_msg=f"{case} {dtype} {cols} columns")
-        for array, original in zip(inputs, before):
-            np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+        run_checked(fec, inputs, expected, np_dtype, device, TOLERANCE[dtype], scale, f"{case} {dtype} {cols} columns")
     assert fec.stats.misses == 1
+
+
+#: (rtol, atol) of a result computed in float32 and stored in each dtype.
+TOLERANCE = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}
+
+
+def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what, ptx=None):
+    """Run ``fec`` on host ``inputs`` (moved to ``device``) into an output
+    of ``out_dtype`` poisoned with NaN; check it against the float64
+    ``expected`` (both divided by ``scale``) and the inputs unchanged.
+    ``ptx``: text the compiled kernels' PTX must hold."""
+    before = [a.copy() for a in inputs]
+    out = to_device(np.full(expected.shape, np.nan, out_dtype), device)
+    arguments = [to_device(a, device) for a in inputs]
+    if ptx is not None:
+        compiled, _, _ = fec.compiled_for(arguments, [out])
+        assert ptx in compiled.program.ptx
+    (got,) = fec.run(arguments, outputs=[out])
+    rtol, atol = tolerance
+    np.testing.assert_allclose(to_host(got).astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=what)
+    for array, original in zip(inputs, before):
+        np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
 
 
 @pytest.mark.gpu

@@ -1171,6 +1171,7 @@ class _RowBuffer:
         self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
         self.row_bytes = end - self.weight_bytes
         self.bytes = (self.row_bytes, self.weight_bytes)  # a column of a row buffer, of the weights
+        self.regions = {**self.weight_regions, **self.row_regions}
 
     @staticmethod
     def _regions(inputs: dict, offset: int) -> tuple[dict, int]:
@@ -1204,7 +1205,7 @@ class _RowBuffer:
                     self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
                     scf.YieldOp([])
             gpu.BarrierOp()
-        done = arith.DivUIOp(arith.SubIOp(loop.induction_variable, loop.lowerBound).result, loop.step).result
+        done = _iterations_done(loop)
         self.which = arith.RemUIOp(done, _index(depth)).result
         parity = arith.AndIOp(arith.DivUIOp(done, _index(depth)).result, _index(1)).result
         nvvm.MBarrierTryWaitParityOp(self._barrier(self.which), arith.IndexCastOp(i32, parity).result, arith.ConstantOp(i32, 0).result)
@@ -1240,7 +1241,7 @@ class _RowBuffer:
         k, i32 = self.k, ir.IntegerType.get_signless(32)
         n = len(self.sizes)
         ivs = k.delinearize(row, self.sizes[: self.p]) + [k.zero] * (n - self.p)
-        regions = {**self.weight_regions, **self.row_regions}
+        regions = self.regions
         total = sum(_element_bytes(regions[key][0]) for key in inputs)
         barrier = self._barrier(which)
         nvvm.MBarrierArriveExpectTxOp(ir.IntegerType.get_signless(64), barrier, arith.IndexCastOp(i32, _scaled(self.columns, total)).result)
@@ -1257,8 +1258,21 @@ class _RowBuffer:
             nvvm.CpAsyncBulkGlobalToSharedClusterOp(target, source, barrier, arith.IndexCastOp(i32, _scaled(self.columns, size)).result)
 
 
+def _bulk_rows(operand: ir.Value, lanes: int) -> bool:
+    """Whether a row kernel's rows of ``operand``, read in vectors of
+    ``lanes`` columns, start and end on 16 bytes, as bulk copies and
+    prefetches need: its vectors are 16 bytes (a bfloat16 input among
+    float32 ones has 8-byte vectors, its rows 8-byte multiples)."""
+    return _element_bytes(ir.MemRefType(operand.type).element_type) * lanes == VECTOR_BYTES
+
+
 #: ``llvm.getelementptr``'s marker of an index taken from its dynamic operands.
 _DYNAMIC_INDEX = -(2**31)
+
+
+def _iterations_done(loop: scf.ForOp) -> ir.Value:
+    """The iterations of ``loop`` before this one (rows of a block before its row)."""
+    return arith.DivUIOp(arith.SubIOp(loop.induction_variable, loop.lowerBound).result, loop.step).result
 
 
 def _pointer(buffer: ir.Value, byte_offset: ir.Value, space: int) -> ir.Value:
@@ -1621,8 +1635,7 @@ class _SegmentScheduler:
     @staticmethod
     def _row_parity(loop: scf.ForOp) -> ir.Value:
         """0 or 1: the parity of the loop's iteration."""
-        done = arith.DivUIOp(arith.SubIOp(loop.induction_variable, loop.lowerBound).result, loop.step).result
-        return arith.AndIOp(done, _index(1)).result
+        return arith.AndIOp(_iterations_done(loop), _index(1)).result
 
     @staticmethod
     def _row_loop(k: _Kernel, group: _RowGroup, row_sizes: list) -> tuple[scf.ForOp, list, ir.Value, ir.Value]:
@@ -1954,16 +1967,14 @@ class _SegmentScheduler:
             columns = k.product(sizes[p:])
             done = set()
             for _, operand, amap in plan.full_inputs():  # not a weight or a per-row value: a row of its own
-                element = _element_bytes(ir.MemRefType(operand.type).element_type)
-                if operand in done or element * lanes != VECTOR_BYTES:
-                    continue  # narrower vectors (a bfloat16 input among float32 ones): rows not 16-byte aligned
+                if operand in done or not _bulk_rows(operand, lanes):
+                    continue
                 done.add(operand)
-                view = k.view_argument(operand, lanes)
+                element = _element_bytes(ir.MemRefType(operand.type).element_type)
                 flat = k.linear_index(operand, k.indices(amap, ivs))
-                start = arith.AddIOp(memref.ExtractAlignedPointerAsIndexOp(view).result, _scaled(flat, element)).result
-                address = llvm.IntToPtrOp(ir.Type.parse("!llvm.ptr<1>"), arith.IndexCastOp(ir.IntegerType.get_signless(64), start).result)
+                address = _pointer(k.view_argument(operand, lanes), _scaled(flat, element), 1)
                 size = arith.IndexCastOp(ir.IntegerType.get_signless(32), _scaled(columns, element))
-                nvvm.CpAsyncBulkPrefetchOp(address.result, size.result)
+                nvvm.CpAsyncBulkPrefetchOp(address, size.result)
             scf.YieldOp([])
 
     def row_buffer(self, plan: "_RowPlan", lanes: int) -> "_RowBuffer | None":
@@ -1993,7 +2004,7 @@ class _SegmentScheduler:
                         rows[(operand, str(amap))] = amap
                 elif not any(_uses_dim(amap, d) for d in range(p)):
                     weights[(operand, str(amap))] = amap
-        if not rows or any(_element_bytes(ir.MemRefType(o.type).element_type) * lanes != VECTOR_BYTES for o, _ in [*rows, *weights]):
+        if not rows or not all(_bulk_rows(o, lanes) for o, _ in [*rows, *weights]):
             return None
         return _RowBuffer(rows, weights)
 

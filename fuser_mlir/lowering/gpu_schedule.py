@@ -1971,8 +1971,9 @@ class _SegmentScheduler:
                     continue
                 done.add(operand)
                 element = _element_bytes(ir.MemRefType(operand.type).element_type)
+                view = k.view_argument(operand, lanes)  # (before the descriptor linear_index may add: the kernel's argument order)
                 flat = k.linear_index(operand, k.indices(amap, ivs))
-                address = _pointer(k.view_argument(operand, lanes), _scaled(flat, element), 1)
+                address = _pointer(view, _scaled(flat, element), 1)
                 size = arith.IndexCastOp(ir.IntegerType.get_signless(32), _scaled(columns, element))
                 nvvm.CpAsyncBulkPrefetchOp(address, size.result)
             scf.YieldOp([])

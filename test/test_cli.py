@@ -99,7 +99,7 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     np.testing.assert_allclose(x, np.exp(x0) * 2.0, rtol=1e-6)  # the in-place update
     assert main(["inspect", str(out_path)]) == 0
     text = capsys.readouterr().out
-    assert "fusion 'softmax' (format 2); all " in text and "match their sha256" in text
+    assert "fusion 'softmax' (format 3); all " in text and "match their sha256" in text
     assert "in0: tensor f32[?, ?] contiguity [F, F] stride order [1, 0]" in text
     assert "out0: tensor f32[?, ?] (written into in0)" in text and "out1: tensor f32[?, ?] (visible #0)" in text
     assert "alias contract: out0 -> in0 (hidden)" in text

@@ -307,11 +307,12 @@ BUFFER_DEPTH = 3
 #: ones (two blocks an SM) lost (RMS norm bfloat16 16K 0.96 -> 0.86 of copy,
 #: float32 8K 0.96 -> 0.86, layer norm float32 8K 0.95 -> 0.86; sweep 8).
 BUFFERED_THREADS = 1024
-#: Blocks of a buffered variant's grid per block an SM holds (an H200's SMs).
-#: A constant of the compiled kernel's launch program, as MAX_BLOCKS is: on a
-#: GPU of fewer SMs, the blocks past its count wait for a second wave (each
-#: holding ~1/132 of the rows), on one of more, SMs are left idle.
-PERSISTENT_BLOCKS = 132
+#: Blocks of a buffered variant's grid per block an SM holds: None, the SMs of
+#: the device it runs on (the launch formula's ``["sms"]``, known when the
+#: kernels are loaded), so each SM holds one block for the whole kernel (a
+#: grid past the SMs would leave the blocks past them for a second wave, each
+#: with as many rows as the others); a number (tests) fixes it.
+PERSISTENT_BLOCKS = None
 
 
 @dataclass
@@ -390,10 +391,11 @@ class _RowGroup:
 
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
-        cap = MAX_BLOCKS * 8
-        if self.buffered:
-            cap = PERSISTENT_BLOCKS * self.blocks_per_sm  # resident blocks that take many rows each
-        return [["min", _ceildiv(rows, per_block), ["const", cap]], ["const", 1], ["const", 1]]
+        cap = ["const", MAX_BLOCKS * 8]
+        if self.buffered:  # resident blocks that take many rows each
+            sms = ["sms"] if PERSISTENT_BLOCKS is None else ["const", PERSISTENT_BLOCKS]
+            cap = sms if self.blocks_per_sm == 1 else ["mul", sms, ["const", self.blocks_per_sm]]
+        return [["min", _ceildiv(rows, per_block), cap], ["const", 1], ["const", 1]]
 
 
 def _blocks_per_sm(threads: int) -> int:

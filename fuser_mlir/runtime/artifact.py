@@ -57,9 +57,11 @@ FORMAT = "fuser-mlir-artifact"
 #: The format version written. Version 2: a CUDA launch's ``shared_bytes`` may be
 #: a formula of the argument shapes (dynamic shared memory), which readers of
 #: version 1 would launch with none: they refuse version 2 by its number.
-FORMAT_VERSION = 2
-#: The format versions read (a version 1 artifact has no such formulas).
-READABLE_VERSIONS = (1, 2)
+#: Version 3: a launch formula may read the device's SM count (``["sms"]``,
+#: a grid of one block an SM), which readers of version 2 do not know.
+FORMAT_VERSION = 3
+#: The format versions read (older artifacts have fewer kinds of formulas).
+READABLE_VERSIONS = (1, 2, 3)
 MANIFEST = "manifest.json"
 ZIP_SUFFIX = ".fsn"
 #: The largest file a zip artifact may unpack to (a guard against zip bombs).
@@ -314,7 +316,7 @@ def _parse_manifest(data: bytes, where: str) -> dict:
         raise ArtifactError(f"format check failed: {where} is not a fuser-mlir artifact (its manifest has no format {FORMAT!r})")
     version = manifest.get("format_version")
     if version not in READABLE_VERSIONS:
-        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        readable = ", ".join(str(v) for v in READABLE_VERSIONS[:-1]) + f" and {READABLE_VERSIONS[-1]}"
         raise ArtifactError(
             f"format version check failed: {where} has format version {version!r}, this fuser-mlir reads versions {readable}; "
             "export it again with this version"

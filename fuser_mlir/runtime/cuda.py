@@ -131,13 +131,21 @@ def error_name(code: int) -> str:
 
 @functools.cache
 def compute_capability(device: int = 0) -> tuple[int, int]:
+    return _attribute(device, "COMPUTE_CAPABILITY_MAJOR"), _attribute(device, "COMPUTE_CAPABILITY_MINOR")
+
+
+@functools.cache
+def multiprocessors(device: int = 0) -> int:
+    """The SMs of ``device`` (a launch formula's ``["sms"]``)."""
+    return _attribute(device, "MULTIPROCESSOR_COUNT")
+
+
+def _attribute(device: int, name: str) -> int:
+    """``CU_DEVICE_ATTRIBUTE_{name}`` of ``device``."""
     drv = driver()
     primary_context(device)  # initialises the driver, checks the device exists
     dev = check(drv.cuDeviceGet(device), "cuDeviceGet")
-    attr = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
-    minor = check(drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
-    return major, minor
+    return check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), dev), "cuDeviceGetAttribute")
 
 
 def synchronize() -> None:
@@ -225,15 +233,15 @@ class _Launch:
     grid formulas and the slot fillers are closures made once; a call
     evaluates them and refills the slots in place."""
 
-    def __init__(self, launch: KernelLaunch, function: object, arg_kinds: list[ArgKind], temp_ranks: list[int]):
+    def __init__(self, launch: KernelLaunch, function: object, arg_kinds: list[ArgKind], temp_ranks: list[int], sms: int):
         self.launch = launch
         self.function = function
         self.handle = int(function) if function is not None else 0
         self.handle_arg = ctypes.c_void_p(self.handle)  # for the bare cuLaunchKernel (see _bare_function)
-        self.grid = [compile_formula(e) for e in launch.grid]
-        self.when = compile_formula(launch.when) if launch.when else None
+        self.grid = [compile_formula(e, sms) for e in launch.grid]
+        self.when = compile_formula(launch.when, sms) if launch.when else None
         dynamic = isinstance(launch.shared_bytes, list)
-        self.shared = compile_formula(launch.shared_bytes if dynamic else ["const", launch.shared_bytes])
+        self.shared = compile_formula(launch.shared_bytes if dynamic else ["const", launch.shared_bytes], sms)
         if dynamic and function is not None:
             _allow_dynamic_shared(function)
         self.block = tuple(launch.block)
@@ -458,15 +466,17 @@ class CudaSegment:
     program's temporaries (stream-ordered), launches every kernel on the
     current stream (:func:`use_stream`) and frees the temporaries after them."""
 
-    def __init__(self, name: str, program: SegmentProgram, module: object, arg_kinds: list[ArgKind], device: int):
+    def __init__(self, name: str, program: SegmentProgram, module: object, arg_kinds: list[ArgKind], device: int, sms: int | None = None):
         self.name = name
         self.program = program
         self.device = device
         self.arg_kinds = arg_kinds
-        self.temps = [([compile_formula(e) for e in t.shape], _temp_dtype(t.dtype).name) for t in program.temps]
+        if sms is None and module is not None:
+            sms = multiprocessors(device)  # launch formulas' ["sms"] (none without a module: stand-ins in tests)
+        self.temps = [([compile_formula(e, sms) for e in t.shape], _temp_dtype(t.dtype).name) for t in program.temps]
         temp_ranks = [len(t.shape) for t in program.temps]
         self.launches = [
-            _Launch(launch, _function(module, launch.kernel) if module is not None else None, arg_kinds, temp_ranks)
+            _Launch(launch, _function(module, launch.kernel) if module is not None else None, arg_kinds, temp_ranks, sms)
             for launch in program.launches
         ]
         self.raw = _raw_launch()

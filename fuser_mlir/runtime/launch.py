@@ -9,8 +9,9 @@ CUDA driver alone (no MLIR, no compiled host code).
 Formulas (grid sizes, temporary shapes) are small expression trees over the
 segment's arguments: ``["const", n]``, ``["argdim", k, d]`` (size of dim ``d``
 of argument ``k``; launch plans write ``["dim", i, d]`` for input ``i`` and
-share this module's evaluation), ``["arg", k]`` (the value of scalar argument ``k``) and
-``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv mod min max le gt eq``
+share this module's evaluation), ``["arg", k]`` (the value of scalar argument ``k``),
+``["sms"]`` (the number of SMs of the device the program runs on, known
+when it is loaded there: :func:`compile_formula`'s ``sms``) and ``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv mod min max le gt eq``
 (``div`` rounds down; ``le``/``gt``/``eq`` are 1 or 0).
 
 Bindings say what a kernel argument is: ``["arg", k]`` (argument ``k`` of the
@@ -49,25 +50,33 @@ _BINARY = {
 }
 
 
-def evaluate(expr: list, shapes: Sequence[Sequence[int]], scalars: Sequence[object]) -> int:
+def evaluate(expr: list, shapes: Sequence[Sequence[int]], scalars: Sequence[object], sms: int | None = None) -> int:
     """The value of a formula for arguments of ``shapes`` (``scalars[k]`` is
-    argument ``k`` itself, for scalar arguments)."""
+    argument ``k`` itself, for scalar arguments) on a device of ``sms`` SMs."""
     kind = expr[0]
     if kind == "const":
         return int(expr[1])
+    if kind == "sms":
+        return _sms(sms)
     if kind in _DIM:
         return int(shapes[expr[1]][expr[2]])
     if kind == "arg":
         return int(scalars[expr[1]])
-    return int(_BINARY[kind](evaluate(expr[1], shapes, scalars), evaluate(expr[2], shapes, scalars)))
+    return int(_BINARY[kind](evaluate(expr[1], shapes, scalars, sms), evaluate(expr[2], shapes, scalars, sms)))
 
 
-def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[object]], int]:
-    """``evaluate(expr, ...)`` as a closure of the argument shapes and values,
-    for formulas evaluated on every call (no tree walk, no dispatch)."""
+def _sms(sms: int | None) -> int:
+    if sms is None:
+        raise ValueError("the formula reads the device's SM count ('sms'): evaluate it for a device (pass sms=)")
+    return int(sms)
+
+
+def compile_formula(expr: list, sms: int | None = None) -> Callable[[Sequence[Sequence[int]], Sequence[object]], int]:
+    """``evaluate(expr, ..., sms)`` as a closure of the argument shapes and
+    values, for formulas evaluated on every call (no tree walk, no dispatch)."""
     kind = expr[0]
-    if kind == "const":
-        value = int(expr[1])
+    if kind == "const" or kind == "sms":
+        value = int(expr[1]) if kind == "const" else _sms(sms)
         return lambda shapes, args: value
     if kind in _DIM:
         k, d = int(expr[1]), int(expr[2])
@@ -77,7 +86,7 @@ def compile_formula(expr: list) -> Callable[[Sequence[Sequence[int]], Sequence[o
         return lambda shapes, args: int(args[k])
     if kind not in _BINARY:
         raise ValueError(f"unknown formula node {kind!r}")
-    op, left, right = _BINARY[kind], compile_formula(expr[1]), compile_formula(expr[2])
+    op, left, right = _BINARY[kind], compile_formula(expr[1], sms), compile_formula(expr[2], sms)
     return lambda shapes, args: op(left(shapes, args), right(shapes, args))
 
 
@@ -89,7 +98,7 @@ def reads_scalars(expr: list | None) -> bool:
     kind = expr[0]
     if kind == "arg":
         return True
-    if kind == "const" or kind in _DIM:
+    if kind in ("const", "sms") or kind in _DIM:
         return False
     return reads_scalars(expr[1]) or reads_scalars(expr[2])
 
@@ -104,6 +113,8 @@ def describe(expr: list, prefix: str = "arg") -> str:
         return f"{prefix}{expr[1]}.d{expr[2]}"
     if kind == "arg":
         return f"{prefix}{expr[1]}"
+    if kind == "sms":
+        return "sms"
     symbol = {"add": "+", "sub": "-", "mul": "*", "div": "//", "mod": "%", "le": "<=", "gt": ">", "eq": "=="}.get(kind)
     if symbol:
         return f"({describe(expr[1], prefix)} {symbol} {describe(expr[2], prefix)})"

@@ -166,7 +166,7 @@ def pinned_mlir_version() -> str:
 def test_the_manifest_records_versions_signature_plan_and_checksums(exported):
     _, path = exported
     manifest, files = read_artifact(path)
-    assert manifest["format_version"] == 2 and manifest["backend"] == "cpu"
+    assert manifest["format_version"] == 3 and manifest["backend"] == "cpu"
     assert manifest["compiler_version"].startswith(fuser_mlir.__version__ + "+")
     assert manifest["mlir_version"] == pinned_mlir_version()
     assert [s["shape"] for s in manifest["signature"]["inputs"]] == [[-1, -1], [1, -1], []]
@@ -244,14 +244,16 @@ def expect_failure(path, check: str) -> None:
 def test_a_wrong_format_version_is_refused(exported, tmp_path):
     directory = as_directory(exported[1], tmp_path)
     edit_manifest(directory, lambda m: m.update(format_version=99))
-    expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads versions 1 and 2")
+    expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads versions 1, 2 and 3")
 
 
-def test_a_version_1_artifact_still_loads(exported, tmp_path):
-    """Version 2 only added launch formulas for dynamic shared memory, which a
-    version 1 artifact does not hold: it loads and runs as before."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_artifact_still_loads(exported, tmp_path, version):
+    """Versions 2 and 3 only added kinds of launch formulas (dynamic shared
+    memory, the device's SM count), which older artifacts do not hold: they
+    load and run as before."""
     directory = as_directory(exported[1], tmp_path)
-    edit_manifest(directory, lambda m: m.update(format_version=1))
+    edit_manifest(directory, lambda m: m.update(format_version=version))
     fd, loaded = exported[0], fuser_mlir.load(directory)
     inputs = softmax_args(4, 20)
     originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]

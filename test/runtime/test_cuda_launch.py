@@ -5,6 +5,7 @@ bytes of their slot."""
 import struct
 
 import numpy as np
+import pytest
 
 from fuser_mlir.runtime.arrays import DeviceArray
 from fuser_mlir.runtime.cpu import ArgKind
@@ -58,6 +59,24 @@ def test_compiled_formulas_agree_with_the_evaluator():
     expr = ["max", ["const", 1], ["min", ["ceildiv", ["argdim", 0, 0], ["const", 32]], ["ceildiv", ["const", 1056], ["ceildiv", ["argdim", 0, 1], ["const", 256]]]]]
     for shape in [(0, 5), (31, 7), (100000, 1024), (5, 300000)]:
         assert compile_formula(expr)([shape], []) == evaluate(expr, [shape], [])
+
+
+def test_grids_of_a_block_an_sm_read_the_device_sm_count():
+    """``["sms"]`` is the SM count of the device a program is loaded on: a
+    CudaSegment binds it when it compiles its formulas (a stand-in number
+    where there is no module); a formula that reads it cannot be evaluated
+    without one, and it is not a scalar's value (the hit path may replay it)."""
+    from fuser_mlir.runtime.launch import compile_formula, describe, evaluate, reads_scalars
+
+    grid = ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]]
+    assert [evaluate(grid, [(rows, 8)], [], sms=132) for rows in (5, 132, 4096)] == [5, 132, 132]
+    assert compile_formula(grid, 114)([(4096, 8)], []) == 114
+    assert describe(grid) == "min(ceildiv(arg0.d0, 1), sms)" and not reads_scalars(grid)
+    with pytest.raises(ValueError, match="SM count"):
+        compile_formula(grid)
+    program = SegmentProgram(launches=[KernelLaunch("rows", [grid, ["const", 1], ["const", 1]], [1024, 1, 1], [["arg", 0]])])
+    segment = CudaSegment("seg", program, None, [ArgKind.tensor("float32", 2)], device=0, sms=78)
+    assert [g([(4096, 8)], []) for g in segment.launches[0].grid] == [78, 1, 1]
 
 
 def test_a_launch_runs_only_where_its_condition_holds():

@@ -1188,29 +1188,26 @@ class _RowBuffer:
         """The prologue, before ``loop`` (the row loop), and the wait for the
         row at the insertion point (the start of the loop's body); returns
         the byte offset of the row's buffer from buffer 0."""
-        i32 = ir.IntegerType.get_signless(32)
         self.k, self.loop, self.sizes, self.p, self.lanes, self.depth = k, loop, sizes, p, lanes, depth
         with ir.InsertionPoint(loop.operation):
-            self.barriers = _pointer(k.workgroup_global("rows", depth, ir.IntegerType.get_signless(64)), k.zero, 3)
+            self.barriers = _mbarriers(k, "rows", depth)
             self.base = _shared_bytes()
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
             for j in range(depth):
                 row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
                 there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
-                branch = scf.IfOp(arith.AndIOp(self._thread_0(), there).result)
+                branch = scf.IfOp(arith.AndIOp(_thread_0(k), there).result)
                 with ir.InsertionPoint(branch.then_block):
                     if j == 0:
-                        for i in range(depth):
-                            nvvm.MBarrierInitOp(self._barrier(_index(i)), arith.ConstantOp(i32, 1).result)
-                        nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+                        _init_mbarriers(self.barriers, depth)
                     self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
                     scf.YieldOp([])
             gpu.BarrierOp()
         done = _iterations_done(loop)
         self.which = arith.RemUIOp(done, _index(depth)).result
         parity = arith.AndIOp(arith.DivUIOp(done, _index(depth)).result, _index(1)).result
-        nvvm.MBarrierTryWaitParityOp(self._barrier(self.which), arith.IndexCastOp(i32, parity).result, arith.ConstantOp(i32, 0).result)
+        _wait(_mbarrier(self.barriers, self.which), parity)
         return self._buffer(self.which)
 
     def release(self) -> None:
@@ -1218,19 +1215,11 @@ class _RowBuffer:
         (every lane has read this row)."""
         row = arith.AddIOp(self.loop.induction_variable, _scaled(self.loop.step, self.depth)).result
         more = arith.CmpIOp(arith.CmpIPredicate.ult, row, self.loop.upperBound).result
-        branch = scf.IfOp(arith.AndIOp(self._thread_0(), more).result)
+        branch = scf.IfOp(arith.AndIOp(_thread_0(self.k), more).result)
         with ir.InsertionPoint(branch.then_block):
             nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)  # after the lanes' reads
             self._ask(row, self.which, self.rows)
             scf.YieldOp([])
-
-    def _thread_0(self) -> ir.Value:
-        return arith.CmpIOp(arith.CmpIPredicate.eq, self.k.special("thread"), _index(0)).result
-
-    def _barrier(self, which: ir.Value) -> ir.Value:
-        """The mbarrier of row buffer ``which`` (an 8-byte word of ``self.barriers``)."""
-        i64 = ir.IntegerType.get_signless(64)
-        return llvm.GEPOp(self.barriers.type, self.barriers, [arith.IndexCastOp(i64, which).result], [_DYNAMIC_INDEX], i64, 0).result
 
     def _buffer(self, which: ir.Value) -> ir.Value:
         """Byte offset of row buffer ``which`` from buffer 0."""
@@ -1240,13 +1229,13 @@ class _RowBuffer:
         """Copies of ``row`` of ``inputs`` into their regions (the rows' in
         buffer ``which``), completing on its mbarrier, which expects their
         bytes (thread 0)."""
-        k, i32 = self.k, ir.IntegerType.get_signless(32)
+        k = self.k
         n = len(self.sizes)
         ivs = k.delinearize(row, self.sizes[: self.p]) + [k.zero] * (n - self.p)
         regions = self.regions
         total = sum(_element_bytes(regions[key][0]) for key in inputs)
-        barrier = self._barrier(which)
-        nvvm.MBarrierArriveExpectTxOp(ir.IntegerType.get_signless(64), barrier, arith.IndexCastOp(i32, _scaled(self.columns, total)).result)
+        barrier = _mbarrier(self.barriers, which)
+        _expect_bytes(barrier, _scaled(self.columns, total))
         buffer = self._buffer(which)
         for (operand, text), amap in inputs.items():
             element, offset = regions[(operand, text)]
@@ -1256,8 +1245,52 @@ class _RowBuffer:
             start = _scaled(self.padded, offset)
             if (operand, text) in self.row_regions:
                 start = arith.AddIOp(buffer, start).result
-            target = _pointer(self.base, start, 7)  # the .shared::cluster form: PTX 8.0 (::cta needs 8.6)
-            nvvm.CpAsyncBulkGlobalToSharedClusterOp(target, source, barrier, arith.IndexCastOp(i32, _scaled(self.columns, size)).result)
+            _bulk_copy(source, self.base, start, _scaled(self.columns, size), barrier)
+
+
+def _thread_0(k: "_Kernel") -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.eq, k.special("thread"), _index(0)).result
+
+
+def _mbarriers(k: "_Kernel", name: str, count: int) -> ir.Value:
+    """An ``!llvm.ptr<3>`` to ``count`` mbarriers (8-byte words) in a workgroup global ``{kernel}_{name}``."""
+    return _pointer(k.workgroup_global(name, count, ir.IntegerType.get_signless(64)), k.zero, 3)
+
+
+def _mbarrier(barriers: ir.Value, which: ir.Value) -> ir.Value:
+    """The ``which``-th mbarrier of ``barriers``."""
+    i64 = ir.IntegerType.get_signless(64)
+    return llvm.GEPOp(barriers.type, barriers, [arith.IndexCastOp(i64, which).result], [_DYNAMIC_INDEX], i64, 0).result
+
+
+def _init_mbarriers(barriers: ir.Value, count: int) -> None:
+    """Thread 0: the ``count`` mbarriers, each completing a phase on one
+    arrival (and the bytes it expects), made visible to the copy engine."""
+    i32 = ir.IntegerType.get_signless(32)
+    for i in range(count):
+        nvvm.MBarrierInitOp(_mbarrier(barriers, _index(i)), arith.ConstantOp(i32, 1).result)
+    nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+
+
+def _wait(barrier: ir.Value, parity: ir.Value) -> None:
+    """Wait until ``barrier`` completes its phase of ``parity`` (0 or 1, an index)."""
+    i32 = ir.IntegerType.get_signless(32)
+    nvvm.MBarrierTryWaitParityOp(barrier, arith.IndexCastOp(i32, parity).result, arith.ConstantOp(i32, 0).result)
+
+
+def _expect_bytes(barrier: ir.Value, count: ir.Value) -> None:
+    """Thread 0 arrives at ``barrier``, whose phase then also waits for ``count`` bytes of bulk copies."""
+    i32 = ir.IntegerType.get_signless(32)
+    nvvm.MBarrierArriveExpectTxOp(ir.IntegerType.get_signless(64), barrier, arith.IndexCastOp(i32, count).result)
+
+
+def _bulk_copy(source: ir.Value, base: ir.Value, target: ir.Value, count: ir.Value, barrier: ir.Value) -> None:
+    """A bulk copy of ``count`` bytes from ``source`` (a global pointer) to
+    ``target`` bytes into ``base`` (dynamic shared memory), completing on
+    ``barrier``."""
+    i32 = ir.IntegerType.get_signless(32)
+    into = _pointer(base, target, 7)  # the .shared::cluster form: PTX 8.0 (::cta needs 8.6)
+    nvvm.CpAsyncBulkGlobalToSharedClusterOp(into, source, barrier, arith.IndexCastOp(i32, count).result)
 
 
 def _bulk_rows(operand: ir.Value, lanes: int) -> bool:

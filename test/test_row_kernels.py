@@ -85,7 +85,9 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
     or 13 rows in turn, at the row lengths of every cached block variant.
     Their reductions write the warps' partial results in rounds that
     alternate from one reduction to the next, across rows too (an RMS norm
-    has one reduction a row: its round is the row's parity)."""
+    has one reduction a row: its round is the row's parity). A float32
+    layer norm of 32K columns (1024, 8) keeps its first weight in shared
+    memory, copied once per block and waited for by each of its rows."""
     if not cuda_available():
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
     monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached

@@ -303,6 +303,37 @@ BUFFER_NEXT_ROW = True
 #: one fits, the block is buffered only if its weights fit too: a softmax
 #: float32 of 32K columns ran at 0.81-0.83 on one buffer, 0.90-0.91 without.
 BUFFER_DEPTH = 3
+#: A 1024-thread cached block variant with no row buffer (not even one
+#: fits next to its weights) keeps as many of its weights (in order) as fit in
+#: shared memory, copied once per block, and its grid is persistent so that
+#: each block copies them once for many rows. A layer norm float32 of 32K
+#: columns on (1024, 8) keeps its first weight (128 KB) and reads the second
+#: from memory: 0.84 / 0.88 of copy at 256 MB / 1 GB, against 0.73 / 0.75 with
+#: both weights from memory on a grid of a block a row (the staged variant
+#: ran at 0.72 / 0.75; bench/results/h200-sweeps.txt, sweep 11).
+SHARED_WEIGHTS_ALONE = True
+#: Cached block variants compute their lanes' columns from the thread index
+#: passed through an opaque move inside the row loop (:func:`_opaque`), so that
+#: LLVM does not hoist the slots' row-invariant addresses (a lane's columns, a
+#: weight's address per slot: 64-bit values) out of the row loop into
+#: registers held across it. A layer norm float32 on (1024, 8) spilled 160 B
+#: without, 16 B with (ptxas, sm_90), and ran at 0.64 of copy against 0.84.
+#: Not in the staged and read-per-generic variants: the staged layer norm
+#: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
+OPAQUE_LANE = True
+#: Cached block variants of rows with two reductions or more may take up to
+#: this many times the registers the register rule allows (see
+#: :data:`BLOCK_CACHED`): a layer norm float32 of 16K columns on (512, 8) runs
+#: at 0.90 of copy (40 words a lane: 32 columns and one slot of each of two
+#: weights; (1024, 4) and one row buffer 0.84-0.86), of 32K on (1024, 8) at
+#: 0.84 / 0.88 (see :data:`SHARED_WEIGHTS_ALONE`). An RMS norm (one
+#: reduction, 36 words) ran slower there: float32 16K 0.75 on (512, 8)
+#: against 0.88 on (1024, 4), 32K 0.68-0.72 on (1024, 8) against 0.84 / 0.87
+#: staged, with or without its weight in shared memory, and with
+#: ``gpu.all_reduce``; ncu shows its warps stalled longer on the row's loads
+#: (19.9 against 11.4 cycles an instruction for the layer norm), for a reason
+#: not found (sweep 11).
+TWO_REDUCTION_REGISTERS = 1.25
 #: Fewest threads of a buffered cached block variant: buffering the 512-thread
 #: ones (two blocks an SM) lost (RMS norm bfloat16 16K 0.96 -> 0.86 of copy,
 #: float32 8K 0.96 -> 0.86, layer norm float32 8K 0.95 -> 0.86; sweep 8).
@@ -325,7 +356,8 @@ class _RowGroup:
     lane), so it is read once; ``staged``: the row's values are kept in
     shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block;
     ``buffered``: row buffers in shared memory that a cached block's rows
-    arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: and its weights."""
+    arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: how many of
+    its weights (in order) it keeps in shared memory."""
 
     kind: str
     when: list | None
@@ -335,7 +367,7 @@ class _RowGroup:
     staged: bool = False
     max_registers: int = 0  # a thread's registers (.maxnreg; 0: as ptxas likes)
     buffered: int = 0  # row buffers its rows arrive in, rows ahead (:data:`BUFFER_NEXT_ROW`; 0: none)
-    shared_weights: bool = False  # ... and its weights, once
+    shared_weights: int = 0  # ... and its first weights, once (or alone: :data:`SHARED_WEIGHTS_ALONE`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -392,7 +424,7 @@ class _RowGroup:
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
         cap = ["const", MAX_BLOCKS * 8]
-        if self.buffered:  # resident blocks that take many rows each
+        if self.buffered or self.shared_weights:  # resident blocks that take many rows each
             sms = ["sms"] if PERSISTENT_BLOCKS is None else ["const", PERSISTENT_BLOCKS]
             cap = sms if self.blocks_per_sm == 1 else ["mul", sms, ["const", self.blocks_per_sm]]
         return [["min", _ceildiv(rows, per_block), cap], ["const", 1], ["const", 1]]
@@ -1165,14 +1197,16 @@ class _RowBuffer:
     every lane has read it (past the barrier of the row's first reduction:
     the cached variants load all of a row's inputs in the generic that reads
     them first), thread 0 asks for row ``t + depth`` into the same buffer
-    (:meth:`release`)."""
+    (:meth:`release`). With ``depth`` 0 and no rows, the weights alone
+    (:data:`SHARED_WEIGHTS_ALONE`): every row waits for phase 0 of the one
+    mbarrier, complete from the block's first row on."""
 
     def __init__(self, rows: dict, weights: dict):
         self.rows, self.weights = rows, weights
         self.weight_regions, self.weight_bytes = self._regions(weights, 0)  # (operand, map text) -> (element, bytes a column before it)
         self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
         self.row_bytes = end - self.weight_bytes
-        self.bytes = (self.row_bytes, self.weight_bytes)  # a column of a row buffer, of the weights
+        self.bytes = (self.row_bytes, tuple(_element_bytes(ir.MemRefType(key[0].type).element_type) for key in weights))  # a column: a row buffer's, each weight's
         self.regions = {**self.weight_regions, **self.row_regions}
 
     @staticmethod
@@ -1187,23 +1221,27 @@ class _RowBuffer:
     def open(self, k: "_Kernel", loop: scf.ForOp, sizes: list, p: int, lanes: int, depth: int) -> ir.Value:
         """The prologue, before ``loop`` (the row loop), and the wait for the
         row at the insertion point (the start of the loop's body); returns
-        the byte offset of the row's buffer from buffer 0."""
+        the byte offset of the row's buffer from buffer 0 (0 where ``depth``
+        is 0: the weights alone)."""
         self.k, self.loop, self.sizes, self.p, self.lanes, self.depth = k, loop, sizes, p, lanes, depth
         with ir.InsertionPoint(loop.operation):
-            self.barriers = _mbarriers(k, "rows", depth)
+            self.barriers = _mbarriers(k, "rows", max(depth, 1))
             self.base = _shared_bytes()
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
-            for j in range(depth):
+            for j in range(max(depth, 1)):
                 row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
                 there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
                 branch = scf.IfOp(arith.AndIOp(_thread_0(k), there).result)
                 with ir.InsertionPoint(branch.then_block):
                     if j == 0:
-                        _init_mbarriers(self.barriers, depth)
+                        _init_mbarriers(self.barriers, max(depth, 1))
                     self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
                     scf.YieldOp([])
             gpu.BarrierOp()
+        if not depth:
+            _wait(_mbarrier(self.barriers, k.zero), k.zero)
+            return k.zero
         done = _iterations_done(loop)
         self.which = arith.RemUIOp(done, _index(depth)).result
         parity = arith.AndIOp(arith.DivUIOp(done, _index(depth)).result, _index(1)).result
@@ -1246,6 +1284,16 @@ class _RowBuffer:
             if (operand, text) in self.row_regions:
                 start = arith.AddIOp(buffer, start).result
             _bulk_copy(source, self.base, start, _scaled(self.columns, size), barrier)
+
+
+def _opaque(value: ir.Value) -> ir.Value:
+    """``value`` (an index below 2**32) through an inline-asm move with side
+    effects, so that LLVM keeps what is computed from it where it is
+    computed: not hoisted out of the loop it is in (into registers live
+    across the loop), not folded."""
+    i32 = ir.IntegerType.get_signless(32)
+    moved = llvm.InlineAsmOp(i32, [arith.IndexCastUIOp(i32, value).result], "mov.u32 $0, $1;", "=r,r", has_side_effects=True).result
+    return arith.IndexCastUIOp(ir.IndexType.get(), moved).result
 
 
 def _thread_0(k: "_Kernel") -> ir.Value:
@@ -1758,7 +1806,8 @@ class _SegmentScheduler:
 
     @staticmethod
     def row_groups(
-        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, 0)
+        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
+        reductions: int = 1,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -1767,14 +1816,16 @@ class _SegmentScheduler:
         the lanes' registers get cached variants (warps as
         :data:`WARP_CACHED` says, then blocks as :data:`BLOCK_CACHED` says,
         those whose row values fit: ``registers(columns)``, see
-        :meth:`_SegmentScheduler.row_registers`); longer rows whose
+        :meth:`_SegmentScheduler.row_registers`, with more room for rows of
+        two ``reductions`` or more: :data:`TWO_REDUCTION_REGISTERS`); longer rows whose
         staged values (``staged_bytes`` a column) fit in
         :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
         are read per generic. Cached blocks of :data:`BUFFERED_THREADS` are
         buffered (:data:`BUFFER_NEXT_ROW`) where a row buffer fits in
-        :data:`SHARED_ROW_BYTES`: ``buffered_bytes`` is (a row buffer's,
-        the weights') bytes a column, (0, 0) for none; the weights are
-        kept too where they fit with a buffer."""
+        :data:`SHARED_ROW_BYTES`: ``buffered_bytes`` is (a row buffer's
+        bytes a column, each weight's), (0, ()) for none; the weights are
+        kept too where they fit with a buffer, and as many as fit where no
+        buffer does (:data:`SHARED_WEIGHTS_ALONE`)."""
         if lanes < 2:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -1794,18 +1845,22 @@ class _SegmentScheduler:
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
             values, words = registers(columns)
-            if threads * columns <= below or words > REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2:
+            allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
+            if threads * columns <= below or words > allowed * (TWO_REDUCTION_REGISTERS if reductions >= 2 else 1):
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
-            buffered, shared_weights = 0, False
-            row_bytes, weight_bytes = buffered_bytes
+            buffered, shared_weights = 0, 0
+            row_bytes, weight_sizes = buffered_bytes
+            weight_bytes = sum(weight_sizes)
             if BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes:  # for a row of the most columns it takes
                 room = SHARED_ROW_BYTES // (threads * columns * _blocks_per_sm(threads))  # bytes a column
-                shared_weights = room >= weight_bytes + row_bytes
-                buffered = min(BUFFER_DEPTH, (room - weight_bytes * shared_weights) // row_bytes)
+                shared_weights = len(weight_sizes) if room >= weight_bytes + row_bytes else 0
+                buffered = min(BUFFER_DEPTH, (room - weight_bytes * bool(shared_weights)) // row_bytes)
                 if buffered == 1 and not (shared_weights and weight_bytes):
                     buffered = 0  # one buffer alone: see BUFFER_DEPTH
+                if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
+                    shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
             groups.append(
                 _RowGroup(
                     "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
@@ -1943,7 +1998,7 @@ class _SegmentScheduler:
             for vector_lanes, condition in self.vector_variants(lanes, cols_f)
             for group in self.row_groups(
                 cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 else (0, 0),
+                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), len(reductions),
             )
         ]
         for group, vector_lanes, when in variants:
@@ -1952,6 +2007,8 @@ class _SegmentScheduler:
                 sizes = k.loop_sizes(plan.anchor)
                 row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
                 with ir.InsertionPoint(row_loop.body):
+                    if OPAQUE_LANE and group.kind == "block" and group.cached:
+                        lane = _opaque(lane)
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
@@ -1959,11 +2016,13 @@ class _SegmentScheduler:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:
                         walk.stage(regions)
-                    if group.buffered:
-                        kept = _RowBuffer(buffer.rows, buffer.weights if group.shared_weights else {})
+                    if group.buffered or group.shared_weights:
+                        kept = _RowBuffer(buffer.rows if group.buffered else {}, dict(list(buffer.weights.items())[: group.shared_weights]))
                         walk.stage(kept.weight_regions, k.zero)
-                        walk.stage(kept.row_regions, kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered))
-                        walk.after_first_reduction = kept.release
+                        at = kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered)
+                        if group.buffered:
+                            walk.stage(kept.row_regions, at)
+                            walk.after_first_reduction = kept.release
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     whole = group.cached or group.staged  # a lane's slots of the row walked at once
                     slots = walk.slots(k.zero, group.columns // vector_lanes) if whole else None
@@ -1976,7 +2035,7 @@ class _SegmentScheduler:
                         walk.settle()
                     scf.YieldOp([])
             shared = 0
-            if group.staged or group.buffered:
+            if group.staged or group.buffered or group.shared_weights:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
                 shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
             k.finish(

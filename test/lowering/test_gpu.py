@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -281,16 +282,22 @@ def softmax_f32():
     return fd
 
 
-def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit():
+@pytest.mark.parametrize("two_reduction_registers", [1, gpu_schedule.TWO_REDUCTION_REGISTERS])
+def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit(two_reduction_registers, monkeypatch):
     """A softmax keeps one value per column, so 1024 threads take rows of up
     to 32768 float32 columns in registers (32 a lane), and 512 threads rows
-    of 16384 (32 a lane: half of what each may take with two blocks an SM);
-    a layer norm also reads a weight and a bias per column, so 512 threads
-    take its rows only to 8 columns a lane (8192), 1024 threads to 16
-    (16384), and longer ones are staged in shared memory by 1024 threads
-    (see the next test). The 512-thread blocks ask ptxas for room for two
-    blocks per SM; blocks other than 256 threads are declared to ptxas."""
-    for build, inputs, blocks_16k in [(softmax_f32, 1, 512), (layer_norm_f32, 3, 1024)]:
+    of 16384 (32 a lane: half of what each may take with two blocks an SM).
+    A layer norm also reads a weight and a bias per column (40 words a lane
+    on 8 slots): by the register rule alone, 512 threads take its rows only
+    to 8 columns a lane (8192), 1024 threads to 16 (16384), and longer ones
+    are staged in shared memory by 1024 threads (see the next test); its two
+    reductions allow it 1.25 times the registers (TWO_REDUCTION_REGISTERS),
+    so 512 threads take rows to 16384 and 1024 threads to 32768. The
+    512-thread blocks ask ptxas for room for two blocks per SM; blocks other
+    than 256 threads are declared to ptxas."""
+    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", two_reduction_registers)
+    extra = two_reduction_registers > 1
+    for build, inputs, blocks_16k in [(softmax_f32, 1, 512), (layer_norm_f32, 3, 512 if extra else 1024)]:
         context, module = outlined(build())
         with context, ir.Location.unknown():
             scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
@@ -308,15 +315,17 @@ def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit():
         assert blocks == [256, 256, 512, blocks_16k, 1024]
 
 
-def test_rows_past_the_register_variants_are_staged_in_shared_memory():
-    """A float32 layer norm of 16K to 32K columns: one 1024-thread block per
-    row loads its lane's 8 vectors at once into shared memory (dynamic: x's
-    4 bytes a column, padded to 16 columns); later passes read them there in
-    chunks. Longer rows, and
-    bfloat16 ones (2 bytes a column: too few to keep memory busy from one
-    block per SM), read the row per pass. The PTX declares the dynamic
-    buffer external, apart from the static buffers of gpu.all_reduce."""
+def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch):
+    """A float32 layer norm of 16K to 32K columns, by the register rule alone
+    (TWO_REDUCTION_REGISTERS 1; as an RMS norm's rows are): one 1024-thread
+    block per row loads its lane's 8 vectors at once into shared memory
+    (dynamic: x's 4 bytes a column, padded to 16 columns); later passes read
+    them there in chunks. Longer rows, and bfloat16 ones (2 bytes a column:
+    too few to keep memory busy from one block per SM), read the row per
+    pass. The PTX declares the dynamic buffer external, apart from the static
+    buffers of gpu.all_reduce."""
     needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
 
     context, module = outlined(layer_norm_f32())
     with context, ir.Location.unknown():
@@ -348,13 +357,15 @@ def kernel_ptx(ptx: str, name: str) -> str:
     return kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
 
 
-def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2():
+def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2(monkeypatch):
     """The staged and the read-per-generic vector variants of a layer norm
-    ask the L2 for the block's next row of x: one bulk prefetch per kernel
-    (x is the one input that varies along rows; the weights are not
-    prefetched). The register-cached and the scalar variants do not.
-    Bulk prefetches need PTX 8.0."""
+    (staged by the register rule alone: TWO_REDUCTION_REGISTERS 1) ask the
+    L2 for the block's next row of x: one bulk prefetch per kernel (x is the
+    one input that varies along rows; the weights are not prefetched). The
+    register-cached and the scalar variants do not. Bulk prefetches need
+    PTX 8.0."""
     needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
     context, module = outlined(layer_norm_f32())
     with context, ir.Location.unknown():
         program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
@@ -539,8 +550,7 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
         ("softmax", "bfloat16", 32768, 3 * 2, 3, 3),  # x: 3 buffers of 64 KB
         ("layer_norm", "bfloat16", 32768, 2 + 2 + 2, 1, 3),  # w and b (128 KB) and a buffer of x
         ("rms_norm", "bfloat16", 32768, 2 + 2 * 2, 2, 3),  # w and 2 buffers of x
-        ("layer_norm", "float32", 16384, 8 + 4, 1, 3),
-        ("rms_norm", "float32", 16384, 4 + 2 * 4, 2, 3),
+        ("rms_norm", "float32", 16384, 4 + 2 * 4, 2, 3),  # (a layer norm's rows of 16K take (512, 8): the register rule's test)
     ]
     for case, dtype, cols, per_column, buffers, copies in cases:
         text, chosen = bench_rows(case, dtype)
@@ -563,6 +573,51 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
         assert program.ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == (4 if arch == "sm_90" else 0)
         if shutil.which("ptxas"):
             assert program.cubin[:4] == b"\x7fELF"
+
+
+def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memory(monkeypatch):
+    """A float32 layer norm of 32K columns on (1024, 8) (its rows in
+    registers; no row buffer fits next to its two weights, 256 KB) keeps its
+    first weight (128 KB) in shared memory, copied once per block before the
+    row loop on one mbarrier, on a grid of a block an SM (each block takes
+    many rows), and reads the second from memory. Its lanes' columns come
+    from an opaque move of the thread index inside the row loop, as in every
+    cached block (OPAQUE_LANE), and ptxas spills at most 16 bytes (160
+    without the move). An RMS norm's rows of 32K stay staged (one reduction:
+    no extra registers)."""
+    needs_libdevice()
+    text, chosen = bench_rows("layer_norm", "float32")
+    launch = chosen(32768)
+    kernel = kernel_text(text, launch.kernel)
+    assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]]
+    assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 32768 * 4
+    assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 1
+    assert kernel.count("nvvm.mbarrier.try_wait.parity") == 1 and kernel.count("llvm.inline_asm has_side_effects") == 1
+    assert not chosen(16384).shared_bytes and chosen(16384).block[0] == 512  # (512, 8): no shared memory
+    text, chosen = bench_rows("rms_norm", "float32")
+    staged = chosen(32768)
+    assert staged.block[0] == 1024 and "nvvm.mbarrier" not in kernel_text(text, staged.kernel)
+    assert "llvm.inline_asm" not in kernel_text(text, staged.kernel) and chosen(16384).block[0] == 1024
+    if not shutil.which("ptxas"):
+        return
+    bench = load_bench("run")
+    for opaque in (True, False):
+        monkeypatch.setattr(gpu_schedule, "OPAQUE_LANE", opaque)
+        context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "layer_norm"), "float32"))
+        with context, ir.Location.unknown():
+            program = compile_gpu(module, arch="sm_90", load=False, layouts={"layer_norm_float32_seg0": [(True, 16)] * 4})
+        spilled = spill_bytes(program.ptx, launch.kernel)
+        assert spilled <= 16 if opaque else spilled >= 100, (opaque, spilled)
+
+
+def spill_bytes(ptx: str, kernel: str) -> int:
+    """The bytes ptxas (sm_90) spills to local memory in ``kernel`` of the module ``ptx``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernels.ptx"
+        path.write_text(ptx)
+        report = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(path), "-o", os.devnull], capture_output=True, text=True, check=True).stderr
+    section = report[report.index(f"Compiling entry function '{kernel}'") :]
+    return int(re.search(r"(\d+) bytes spill stores", section)[1])
 
 
 def test_only_inputs_read_before_the_first_reduction_ride_in_the_row_buffers(monkeypatch):

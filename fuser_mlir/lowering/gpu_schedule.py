@@ -184,7 +184,11 @@ WARP_CACHED = (4, 8)
 #: lane, 20 words loaded with its weight's: 32 of the 32 allowed; 40
 #: counting every value as float32) runs at 0.85 of copy, read per generic
 #: at 0.81; float32 rows of as many values a lane and a weight spill 96-160 B
-#: there and ran at 0.47-0.60 (sweep 6).
+#: there and ran at 0.47-0.60 (sweep 6). Those spills were mostly the
+#: slots' addresses, hoisted out of the row loop; with :data:`OPAQUE_LANE`
+#: they are 8-24 B, and rows of two reductions get
+#: :data:`TWO_REDUCTION_REGISTERS`: a float32 layer norm's rows of 16K take
+#: (512, 8), of 32K (1024, 8) (sweep 11).
 BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (512, 8), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of

@@ -1228,18 +1228,19 @@ class _RowBuffer:
         the byte offset of the row's buffer from buffer 0 (0 where ``depth``
         is 0: the weights alone)."""
         self.k, self.loop, self.sizes, self.p, self.lanes, self.depth = k, loop, sizes, p, lanes, depth
+        count = max(depth, 1)  # mbarriers: one a buffer, or the weights' alone
         with ir.InsertionPoint(loop.operation):
-            self.barriers = _mbarriers(k, "rows", max(depth, 1))
+            self.barriers = _mbarriers(k, "rows", count)
             self.base = _shared_bytes()
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
-            for j in range(max(depth, 1)):
+            for j in range(count):
                 row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
                 there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
                 branch = scf.IfOp(arith.AndIOp(_thread_0(k), there).result)
                 with ir.InsertionPoint(branch.then_block):
                     if j == 0:
-                        _init_mbarriers(self.barriers, max(depth, 1))
+                        _init_mbarriers(self.barriers, count)
                     self._ask(row, _index(j), {**self.weights, **self.rows} if j == 0 else self.rows)
                     scf.YieldOp([])
             gpu.BarrierOp()

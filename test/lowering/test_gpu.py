@@ -325,17 +325,7 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch
     pass. The PTX declares the dynamic buffer external, apart from the static
     buffers of gpu.all_reduce."""
     needs_libdevice()
-    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
-
-    context, module = outlined(layer_norm_f32())
-    with context, ir.Location.unknown():
-        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
-    (segment,) = program.programs.values()
-
-    def chosen(cols):
-        (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, cols), (cols,), (cols,), (3, cols)], [])]
-        return launch
-
+    program, segment, chosen = layer_norm_f32_by_the_register_rule(monkeypatch)
     staged = [launch for launch in segment.launches if launch.shared_bytes and "_rows" not in kernel_ptx(program.ptx, launch.kernel)]
     assert len(staged) == 1 and staged[0].block == [1024, 1, 1]
     assert [chosen(cols) is staged[0] for cols in (16384, 16388, 32768, 32772)] == [False, True, True, False]
@@ -352,6 +342,25 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch
     assert [launch.block[0] for launch in shared] == [1024] and "_rows" in kernel_text(str(scheduled.module), shared[0].kernel)
 
 
+def layer_norm_f32_by_the_register_rule(monkeypatch):
+    """A float32 layer norm compiled for sm_90, its rows held in registers as
+    far as the register rule alone allows (TWO_REDUCTION_REGISTERS 1), so
+    that rows of 16K-32K columns are staged: (the program, its segment's
+    launch program, a function from a row length to the one launch that
+    runs rows of it)."""
+    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
+    context, module = outlined(layer_norm_f32())
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    (segment,) = program.programs.values()
+
+    def chosen(cols):
+        (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, cols), (cols,), (cols,), (3, cols)], [])]
+        return launch
+
+    return program, segment, chosen
+
+
 def kernel_ptx(ptx: str, name: str) -> str:
     kernel = ptx[ptx.index(f".entry {name}(") :]
     return kernel[: kernel.find(".entry", 1) if ".entry" in kernel[1:] else len(kernel)]
@@ -365,25 +374,15 @@ def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2(monke
     register-cached and the scalar variants do not. Bulk prefetches need
     PTX 8.0."""
     needs_libdevice()
-    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
-    context, module = outlined(layer_norm_f32())
-    with context, ir.Location.unknown():
-        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
-    (segment,) = program.programs.values()
+    program, segment, chosen = layer_norm_f32_by_the_register_rule(monkeypatch)
     assert re.search(r"^\.version 8\.0$", program.ptx, re.M)
 
     def kernel(name):
         return kernel_ptx(program.ptx, name)
 
-    def chosen(cols):
-        shapes = [(3, cols), (cols,), (cols,), (3, cols)]
-        return [launch for launch in segment.launches if evaluate(launch.when, shapes, [])]
-
     prefetching = {launch.kernel for launch in segment.launches if "cp.async.bulk.prefetch.L2.global" in kernel(launch.kernel)}
-    (staged,) = chosen(32768)
-    (per_generic,) = chosen(65536)
-    (cached,) = chosen(8192)
-    (scalar,) = chosen(65537)  # rows not a whole number of vectors: no 16-byte alignment to prefetch from
+    staged, per_generic, cached = chosen(32768), chosen(65536), chosen(8192)
+    scalar = chosen(65537)  # rows not a whole number of vectors: no 16-byte alignment to prefetch from
     assert prefetching == {staged.kernel, per_generic.kernel}
     assert staged.shared_bytes and not cached.shared_bytes and scalar.kernel not in prefetching
     for name in prefetching:

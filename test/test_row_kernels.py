@@ -23,7 +23,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 #: by 2x: warps to 512 and 1024 float32 columns, blocks to 2K-32K, staged
 #: float32 rows to 32K); 500, 1000 and 16390 are not multiples of 8 (scalar
 #: variants).
-ROW_LENGTHS = [500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
+ROW_LENGTHS = [8, 500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
 
 
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
@@ -193,12 +193,16 @@ def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cuda_graph", [False, True])
-def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph):
+def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph, monkeypatch):
     """A staged launch takes its shared memory from a formula of the row
-    length: the cache-hit launch and a CUDA graph's node (whose launches are
-    traced once per shape) must pass it too, for each row length."""
+    length (float32 RMS norm rows of 16K-32K columns, staged by the register
+    rule alone: REGISTER_ROOM 1): the cache-hit launch and a CUDA graph's
+    node (whose launches are traced once per shape) must pass it too, for
+    each row length."""
     if not cuda_available():
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
     fd = bench_fusion("rms_norm", "float32")
     for cols in (20000, 32768, 20000):
         x, w = RNG.standard_normal((5, cols)).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
@@ -206,3 +210,18 @@ def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph):
         for _ in range(2):  # the second call is a hit (and a graph replay)
             (got,) = fd.execute([to_device(x, "cuda"), to_device(w, "cuda")], cuda_graph=cuda_graph)
             np.testing.assert_allclose(to_host(got), expected, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", list(CASES))
+def test_rows_of_no_columns(case):
+    """Three rows of no columns: the vector variants, whose loads are clamped
+    into the row (gpu_schedule.CLAMPED_LOADS), take rows of at least one
+    vector, so these run the scalar variant, which loads nothing: the call
+    returns the empty output and no launch faults."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    _, weights = CASES[case]
+    inputs = [np.zeros((3, 0), np.float32)] + [np.zeros(0, np.float32)] * weights
+    (got,) = FusionExecutorCache(bench_fusion(case, "float32")).run([to_device(a, "cuda") for a in inputs])
+    assert to_host(got).shape == (3, 0)

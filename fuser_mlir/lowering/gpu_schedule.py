@@ -186,9 +186,9 @@ WARP_CACHED = (4, 8)
 #: at 0.81; float32 rows of as many values a lane and a weight spill 96-160 B
 #: there and ran at 0.47-0.60 (sweep 6). Those spills were mostly the
 #: slots' addresses, hoisted out of the row loop; with :data:`OPAQUE_LANE`
-#: they are 8-24 B, and rows of two reductions get
-#: :data:`TWO_REDUCTION_REGISTERS`: a float32 layer norm's rows of 16K take
-#: (512, 8), of 32K (1024, 8) (sweep 11).
+#: they are 8-24 B, and the rule leaves :data:`REGISTER_ROOM`: a float32
+#: layer or RMS norm's rows of 16K take (512, 8), of 32K (1024, 8) (sweeps 11
+#: and 12).
 BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (512, 8), (1024, 4), (1024, 8))
 #: Blocks per SM the cached block variants of 512 threads must leave room
 #: for (their registers are capped to fit): a block waiting at a barrier of
@@ -325,19 +325,32 @@ SHARED_WEIGHTS_ALONE = True
 #: Not in the staged and read-per-generic variants: the staged layer norm
 #: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
 OPAQUE_LANE = True
-#: Cached block variants of rows with two reductions or more may take up to
-#: this many times the registers the register rule allows (see
-#: :data:`BLOCK_CACHED`): a layer norm float32 of 16K columns on (512, 8) runs
-#: at 0.90 of copy (40 words a lane: 32 columns and one slot of each of two
-#: weights; (1024, 4) and one row buffer 0.84-0.86), of 32K on (1024, 8) at
-#: 0.84 / 0.88 (see :data:`SHARED_WEIGHTS_ALONE`). An RMS norm (one
-#: reduction, 36 words) ran slower there: float32 16K 0.75 on (512, 8)
-#: against 0.88 on (1024, 4), 32K 0.68-0.72 on (1024, 8) against 0.84 / 0.87
-#: staged, with or without its weight in shared memory, and with
-#: ``gpu.all_reduce``; ncu shows its warps stalled longer on the row's loads
-#: (19.9 against 11.4 cycles an instruction for the layer norm), for a reason
-#: not found (sweep 11).
-TWO_REDUCTION_REGISTERS = 1.25
+#: The cached variants load every slot of a lane unconditionally, a slot
+#: past the row's end from the row's last vector (its values are never
+#: used: a reduction's partials and the stores are guarded by the slot
+#: being inside the row), instead of in an ``scf.if`` yielding zeros.
+#: With the guards, ptxas (sm_90) zeroes each slot's registers before its
+#: predicated load and, short of registers, reuses one slot's registers for
+#: the next: the loads are then issued one at a time, each after the
+#: arithmetic of the one before (an RMS norm float32 on (1024, 8) and
+#: (512, 8): ``LDG f LDG f ...`` in SASS, against ``LDG x8`` unguarded; ncu
+#: samples its warps stalled evenly on each slot's first use). On the H200
+#: (256 MB, back to back): RMS norm float32 16K 0.75 -> 0.94 of copy on
+#: (512, 8), 32K 0.72 -> 0.85 on (1024, 8), 1K 0.94 -> 0.99; the others
+#: within 0.01. Not in the staged variant: its RMS norm float32 of 32K
+#: columns dropped from 0.83 to 0.78 with it (bench/results/h200-sweeps.txt,
+#: sweep 12). The vector variants take rows of at least one vector.
+CLAMPED_LOADS = True
+#: Cached block variants may take up to this many times the registers the
+#: register rule allows (see :data:`BLOCK_CACHED`): a layer norm float32 of
+#: 16K columns on (512, 8) runs at 0.90 of copy (40 words a lane: 32
+#: columns and one slot of each of two weights; (1024, 4) and one row buffer
+#: 0.84-0.86), of 32K on (1024, 8) at 0.84 / 0.88 (see
+#: :data:`SHARED_WEIGHTS_ALONE`; sweep 11); an RMS norm float32 (36 words)
+#: of 16K on (512, 8) 0.94 against 0.88 on (1024, 4), of 32K on (1024, 8)
+#: 0.85 against 0.83 staged (with :data:`CLAMPED_LOADS`; sweep 12). Of the
+#: bench's rows, only these four change variant with it.
+REGISTER_ROOM = 1.25
 #: Fewest threads of a buffered cached block variant: buffering the 512-thread
 #: ones (two blocks an SM) lost (RMS norm bfloat16 16K 0.96 -> 0.86 of copy,
 #: float32 8K 0.96 -> 0.86, layer norm float32 8K 0.95 -> 0.86; sweep 8).
@@ -970,6 +983,7 @@ class _Slot:
     col: ir.Value
     inside: ir.Value
     ivs: list
+    safe: ir.Value | None = None  # with CLAMPED_LOADS: the column loaded, ``col`` inside the row, else the row's last vector
 
 
 class _RowWalk:
@@ -981,9 +995,14 @@ class _RowWalk:
     reduction keeps one partial result per slot. The loaded values of a chunk
     are kept by (operand, map, slot), so the generics of a row that fits in one
     chunk (the *cached* variants) read each input from memory once.
-    ``registers``: row values kept in registers (per-row temporaries)."""
+    ``registers``: row values kept in registers (per-row temporaries);
+    ``clamped``: vector loads of slots past the row's end read its last
+    vector instead of being guarded (:data:`CLAMPED_LOADS`; rows of at least
+    one vector)."""
 
-    def __init__(self, k: "_Kernel", row_ivs: list, row_sizes: list, lane, width, lanes: int, registers: dict, store_group: int = 1):
+    def __init__(
+        self, k: "_Kernel", row_ivs: list, row_sizes: list, lane, width, lanes: int, registers: dict, store_group: int = 1, clamped: bool = False
+    ):
         self.k = k
         self.row_ivs = row_ivs
         self.row_sizes = row_sizes  # sizes of the row's (trailing) dims
@@ -991,6 +1010,7 @@ class _RowWalk:
         self.lane, self.width, self.lanes = lane, width, lanes
         self.registers = registers
         self.store_group = store_group  # slots whose small operands a cached pass loads together
+        self.clamped = clamped and lanes > 1 and len(row_sizes) == 1
         self.uniform: set[ir.Value] = set()  # values read once per row (the same for every column)
         self.staged: dict[tuple, ir.Value] = {}  # (operand, map) -> its region of shared memory (staged variant)
         self.filled: set[tuple] = set()  # staged keys written by the generics walked so far
@@ -1032,12 +1052,14 @@ class _RowWalk:
         ``j`` starts at ``base + (lane + j * width) * lanes``."""
         first = arith.AddIOp(base, _scaled(self.lane, self.lanes)).result
         stride = _scaled(self.width, self.lanes)
+        last = arith.SubIOp(self.cols, _index(self.lanes)).result if self.clamped else None
         slots = []
         for j in range(count):
             col = first if j == 0 else arith.AddIOp(first, arith.MulIOp(stride, _index(j)).result).result
             inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, self.cols).result
             columns = [col] if len(self.row_sizes) == 1 else self.k.delinearize(col, self.row_sizes)
-            slots.append(_Slot(j, col, inside, self.row_ivs + columns))
+            safe = arith.SelectOp(inside, col, last).result if self.clamped else None
+            slots.append(_Slot(j, col, inside, self.row_ivs + columns, safe))
         return slots
 
     def chunk(self) -> tuple[ir.Value, int]:
@@ -1079,12 +1101,18 @@ class _RowWalk:
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
         key = (operand, str(amap))
         staged = self.staged.get(key)
+        if slot.safe is not None:  # the row's own column or its last vector (CLAMPED_LOADS)
+            ivs = ivs[:-1] + [slot.safe]
         if staged is not None and key in self.filled:
-            view, index = staged, self.staged_index(slot)
+            view, index = staged, arith.DivUIOp(ivs[-1] if slot.safe is not None else slot.col, _index(lanes)).result
         else:
             flat = k.linear_index(operand, k.indices(amap, ivs))
             view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
-        loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
+        vtype = ir.VectorType.get([lanes], element)
+        if slot.safe is not None:
+            loaded = memref.LoadOp(view, [index]).result
+        else:
+            loaded = _guarded(slot.inside, vtype, lambda: memref.LoadOp(view, [index]).result)
         if staged is not None and key not in self.filled:  # the first generic to read it keeps it
             self.keeping.append((loaded, staged, slot))
             self.filling.add(key)
@@ -1802,17 +1830,20 @@ class _SegmentScheduler:
         return lanes
 
     @staticmethod
-    def vector_variants(lanes: int, cols_f: list) -> list[tuple[int, list | None]]:
-        """(lanes, condition) of the vector and the scalar variant of a row kernel."""
+    def vector_variants(lanes: int, cols_f: list, nonempty: bool = False) -> list[tuple[int, list | None]]:
+        """(lanes, condition) of the vector and the scalar variant of a row
+        kernel (``nonempty``: the vector variant takes rows of at least one
+        vector only)."""
         if lanes == 1:
             return [(1, None)]
         divisible = ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]
+        if nonempty:
+            divisible = ["mul", divisible, ["gt", cols_f, ["const", 0]]]
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
     def row_groups(
         cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
-        reductions: int = 1,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -1821,8 +1852,7 @@ class _SegmentScheduler:
         the lanes' registers get cached variants (warps as
         :data:`WARP_CACHED` says, then blocks as :data:`BLOCK_CACHED` says,
         those whose row values fit: ``registers(columns)``, see
-        :meth:`_SegmentScheduler.row_registers`, with more room for rows of
-        two ``reductions`` or more: :data:`TWO_REDUCTION_REGISTERS`); longer rows whose
+        :meth:`_SegmentScheduler.row_registers`, with :data:`REGISTER_ROOM`); longer rows whose
         staged values (``staged_bytes`` a column) fit in
         :data:`SHARED_ROW_BYTES` get the staged variant; longer rows still
         are read per generic. Cached blocks of :data:`BUFFERED_THREADS` are
@@ -1851,7 +1881,7 @@ class _SegmentScheduler:
             columns = slots * lanes
             values, words = registers(columns)
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
-            if threads * columns <= below or words > allowed * (TWO_REDUCTION_REGISTERS if reductions >= 2 else 1):
+            if threads * columns <= below or words > allowed * REGISTER_ROOM:
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
@@ -2000,10 +2030,10 @@ class _SegmentScheduler:
         buffer = self.row_buffer(plan, lanes)
         variants = [
             (group, vector_lanes, _both(group.when, condition))
-            for vector_lanes, condition in self.vector_variants(lanes, cols_f)
+            for vector_lanes, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS)
             for group in self.row_groups(
                 cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), len(reductions),
+                buffer.bytes if buffer and vector_lanes > 1 else (0, ()),
             )
         ]
         for group, vector_lanes, when in variants:
@@ -2016,7 +2046,8 @@ class _SegmentScheduler:
                         lane = _opaque(lane)
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
-                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes))
+                    clamped = CLAMPED_LOADS and group.cached
+                    walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
                     if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:

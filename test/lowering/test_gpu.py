@@ -205,8 +205,10 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
         assert vector_loads(launch) == slots + slots  # loads, stores
     # longer rows: each of the 3 passes loads 4 vectors per chunk (and the last one stores them)
     assert vector_loads(long) == 3 * 4 + 4
-    for launch in [*cached, long]:
-        assert kernel_text(text, launch.kernel).count("scf.if") >= min(vector_loads(launch), 8)  # loads and stores guarded by the row length
+    # loads and stores guarded by the row length; in the cached variants only the stores (loads clamped into the row: CLAMPED_LOADS)
+    for launch, guarded in zip([*cached, long], [4, 8, 2, 4, 4, 4, 8]):
+        assert kernel_text(text, launch.kernel).count("scf.if") >= guarded
+    assert vector_loads(chosen(0)) == 0  # rows of no columns: the scalar variant (a clamped load needs a vector to clamp to)
 
 
 def bench_rows(case: str, dtype: str):
@@ -282,21 +284,21 @@ def softmax_f32():
     return fd
 
 
-@pytest.mark.parametrize("two_reduction_registers", [1, gpu_schedule.TWO_REDUCTION_REGISTERS])
-def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit(two_reduction_registers, monkeypatch):
+@pytest.mark.parametrize("register_room", [1, gpu_schedule.REGISTER_ROOM])
+def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit(register_room, monkeypatch):
     """A softmax keeps one value per column, so 1024 threads take rows of up
     to 32768 float32 columns in registers (32 a lane), and 512 threads rows
     of 16384 (32 a lane: half of what each may take with two blocks an SM).
     A layer norm also reads a weight and a bias per column (40 words a lane
     on 8 slots): by the register rule alone, 512 threads take its rows only
     to 8 columns a lane (8192), 1024 threads to 16 (16384), and longer ones
-    are staged in shared memory by 1024 threads (see the next test); its two
-    reductions allow it 1.25 times the registers (TWO_REDUCTION_REGISTERS),
-    so 512 threads take rows to 16384 and 1024 threads to 32768. The
+    are staged in shared memory by 1024 threads (see the next test); the
+    rule's room of 1.25 times the registers (REGISTER_ROOM) lets 512
+    threads take rows to 16384 and 1024 threads to 32768. The
     512-thread blocks ask ptxas for room for two blocks per SM; blocks other
     than 256 threads are declared to ptxas."""
-    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", two_reduction_registers)
-    extra = two_reduction_registers > 1
+    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", register_room)
+    extra = register_room > 1
     for build, inputs, blocks_16k in [(softmax_f32, 1, 512), (layer_norm_f32, 3, 512 if extra else 1024)]:
         context, module = outlined(build())
         with context, ir.Location.unknown():
@@ -317,7 +319,7 @@ def test_block_variants_hold_rows_in_registers_only_as_far_as_they_fit(two_reduc
 
 def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch):
     """A float32 layer norm of 16K to 32K columns, by the register rule alone
-    (TWO_REDUCTION_REGISTERS 1; as an RMS norm's rows are): one 1024-thread
+    (REGISTER_ROOM 1): one 1024-thread
     block per row loads its lane's 8 vectors at once into shared memory
     (dynamic: x's 4 bytes a column, padded to 16 columns); later passes read
     them there in chunks. Longer rows, and bfloat16 ones (2 bytes a column:
@@ -344,11 +346,11 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch
 
 def layer_norm_f32_by_the_register_rule(monkeypatch):
     """A float32 layer norm compiled for sm_90, its rows held in registers as
-    far as the register rule alone allows (TWO_REDUCTION_REGISTERS 1), so
+    far as the register rule alone allows (REGISTER_ROOM 1), so
     that rows of 16K-32K columns are staged: (the program, its segment's
     launch program, a function from a row length to the one launch that
     runs rows of it)."""
-    monkeypatch.setattr(gpu_schedule, "TWO_REDUCTION_REGISTERS", 1)
+    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
     context, module = outlined(layer_norm_f32())
     with context, ir.Location.unknown():
         program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
@@ -368,7 +370,7 @@ def kernel_ptx(ptx: str, name: str) -> str:
 
 def test_blocks_of_rows_past_the_registers_prefetch_their_next_row_into_l2(monkeypatch):
     """The staged and the read-per-generic vector variants of a layer norm
-    (staged by the register rule alone: TWO_REDUCTION_REGISTERS 1) ask the
+    (staged by the register rule alone: REGISTER_ROOM 1) ask the
     L2 for the block's next row of x: one bulk prefetch per kernel (x is the
     one input that varies along rows; the weights are not prefetched). The
     register-cached and the scalar variants do not. Bulk prefetches need
@@ -467,13 +469,15 @@ def test_row_variants_that_rows_fill_and_register_caps():
             assert ("nvvm.maxnreg = 80" in kernel_text(text, launch.kernel)) == (capped and cols == 8192)
 
 
-def test_loaded_bfloat16_columns_count_half_a_register():
+def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):
     """Whether a row fits a cached block variant counts the words its loaded
     columns take (a bfloat16 column half a word), but at least a register a
-    column for the float32 values computed from them: an RMS norm bfloat16
-    row of 32K columns (32 values a lane) is held by 1024 threads, a float32
-    one (32 values and 4 of the weight's) is staged in shared memory, and a
-    bfloat16 softmax row of 64K (64 values a lane) is read per generic."""
+    column for the float32 values computed from them: by the register rule
+    alone (REGISTER_ROOM 1), an RMS norm bfloat16 row of 32K columns (32
+    values a lane) is held by 1024 threads, a float32 one (32 values and 4
+    of the weight's) is staged in shared memory, and a bfloat16 softmax row
+    of 64K (64 values a lane) is read per generic."""
+    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
     for case, dtype, cols, threads, staged in [
         ("rms_norm", "bfloat16", 32768, 1024, False),
         ("rms_norm", "float32", 32768, 1024, True),
@@ -535,7 +539,7 @@ def test_a_ptxas_older_than_the_ptx_leaves_the_ptx_to_the_driver(tmp_path, monke
             gpu.assemble(ptx, "sm_90")
 
 
-def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
+def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies(monkeypatch):
     """A cached 1024-thread block (one an SM) takes rows in a grid of one
     block an SM (PERSISTENT_BLOCKS) and gets them in shared memory from the
     copy engine: up to 3 row buffers of the inputs its first reduction reads,
@@ -543,13 +547,16 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies():
     with a buffer (one buffer alone is not enough). Before its row loop, thread 0 asks for the weights and a
     row per buffer; each row asks for the row 3 (its buffers) on once it has
     been read. The PTX has the PTX 8.0 forms (shared::cluster) and ptxas
-    takes it. Other variants, and targets before sm_90, have none of it."""
+    takes it. Other variants, and targets before sm_90, have none of it. A
+    float32 RMS norm's rows of 16K are buffered by the register rule alone
+    (REGISTER_ROOM 1; with the room, (512, 8) takes them)."""
     needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
     cases = [  # case, dtype, columns, bytes a column of shared memory, buffers, copies before the row loop
         ("softmax", "bfloat16", 32768, 3 * 2, 3, 3),  # x: 3 buffers of 64 KB
         ("layer_norm", "bfloat16", 32768, 2 + 2 + 2, 1, 3),  # w and b (128 KB) and a buffer of x
         ("rms_norm", "bfloat16", 32768, 2 + 2 * 2, 2, 3),  # w and 2 buffers of x
-        ("rms_norm", "float32", 16384, 4 + 2 * 4, 2, 3),  # (a layer norm's rows of 16K take (512, 8): the register rule's test)
+        ("rms_norm", "float32", 16384, 4 + 2 * 4, 2, 3),  # w and 2 buffers of x
     ]
     for case, dtype, cols, per_column, buffers, copies in cases:
         text, chosen = bench_rows(case, dtype)
@@ -581,9 +588,9 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     row loop on one mbarrier, on a grid of a block an SM (each block takes
     many rows), and reads the second from memory. Its lanes' columns come
     from an opaque move of the thread index inside the row loop, as in every
-    cached block (OPAQUE_LANE), and ptxas spills at most 16 bytes (160
-    without the move). An RMS norm's rows of 32K stay staged (one reduction:
-    no extra registers)."""
+    cached block (OPAQUE_LANE), and ptxas spills at most 24 bytes (160
+    without the move). An RMS norm's rows of 32K take the same block and
+    keep its one weight in shared memory."""
     needs_libdevice()
     text, chosen = bench_rows("layer_norm", "float32")
     launch = chosen(32768)
@@ -594,9 +601,9 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     assert kernel.count("nvvm.mbarrier.try_wait.parity") == 1 and kernel.count("llvm.inline_asm has_side_effects") == 1
     assert not chosen(16384).shared_bytes and chosen(16384).block[0] == 512  # (512, 8): no shared memory
     text, chosen = bench_rows("rms_norm", "float32")
-    staged = chosen(32768)
-    assert staged.block[0] == 1024 and "nvvm.mbarrier" not in kernel_text(text, staged.kernel)
-    assert "llvm.inline_asm" not in kernel_text(text, staged.kernel) and chosen(16384).block[0] == 1024
+    rms = chosen(32768)
+    assert rms.block[0] == 1024 and rms.grid == launch.grid and evaluate(rms.shared_bytes, [(3, 32768)] * 3, []) == 32768 * 4
+    assert kernel_text(text, rms.kernel).count("nvvm.cp.async.bulk.shared.cluster.global") == 1 and chosen(16384).block[0] == 512
     if not shutil.which("ptxas"):
         return
     bench = load_bench("run")
@@ -606,7 +613,29 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
         with context, ir.Location.unknown():
             program = compile_gpu(module, arch="sm_90", load=False, layouts={"layer_norm_float32_seg0": [(True, 16)] * 4})
         spilled = spill_bytes(program.ptx, launch.kernel)
-        assert spilled <= 16 if opaque else spilled >= 100, (opaque, spilled)
+        assert spilled <= 24 if opaque else spilled >= 100, (opaque, spilled)
+
+
+@pytest.mark.parametrize("clamped", [True, False])
+def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
+    """A cached variant loads each slot of its lane unconditionally, from the
+    row's last vector where the slot is past the row's end (CLAMPED_LOADS):
+    the 8 vector loads of an RMS norm float32 row of 32K columns on (1024, 8)
+    are one straight run of PTX, which ptxas issues together. Guarded (off),
+    each load is branched around, and ptxas issues them one at a time."""
+    needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "CLAMPED_LOADS", clamped)
+    bench = load_bench("run")
+    context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "rms_norm"), "float32"))
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"rms_norm_float32_seg0": [(True, 16)] * 3})
+    (segment,) = program.programs.values()
+    (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, 32768), (32768,), (3, 32768)], [])]
+    assert launch.block == [1024, 1, 1]
+    kernel = kernel_ptx(program.ptx, launch.kernel)
+    loads = [m.start() for m in re.finditer(r"ld\.global\.v4", kernel)]
+    assert len(loads) == 8  # x's slots (its weight is read from shared memory)
+    assert ("bra" in kernel[loads[0] : loads[-1]]) != clamped
 
 
 def spill_bytes(ptx: str, kernel: str) -> int:

@@ -325,8 +325,8 @@ SHARED_WEIGHTS_ALONE = True
 #: Not in the staged and read-per-generic variants: the staged layer norm
 #: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
 OPAQUE_LANE = True
-#: The cached variants load every slot of a lane unconditionally, a slot
-#: past the row's end from the row's last vector (its values are never
+#: The cached block variants load every slot of a lane unconditionally, a
+#: slot past the row's end from the row's last vector (its values are never
 #: used: a reduction's partials and the stores are guarded by the slot
 #: being inside the row), instead of in an ``scf.if`` yielding zeros.
 #: With the guards, ptxas (sm_90) zeroes each slot's registers before its
@@ -336,10 +336,14 @@ OPAQUE_LANE = True
 #: (512, 8): ``LDG f LDG f ...`` in SASS, against ``LDG x8`` unguarded; ncu
 #: samples its warps stalled evenly on each slot's first use). On the H200
 #: (256 MB, back to back): RMS norm float32 16K 0.75 -> 0.94 of copy on
-#: (512, 8), 32K 0.72 -> 0.85 on (1024, 8), 1K 0.94 -> 0.99; the others
-#: within 0.01. Not in the staged variant: its RMS norm float32 of 32K
-#: columns dropped from 0.83 to 0.78 with it (bench/results/h200-sweeps.txt,
-#: sweep 12). The vector variants take rows of at least one vector.
+#: (512, 8), 32K 0.72 -> 0.85 on (1024, 8); the others within 0.01. Not in
+#: the staged variant (its RMS norm float32 of 32K columns dropped from 0.83
+#: to 0.78 with it), nor in the warp variants: there LLVM hoists the
+#: weights' loads, no longer conditional, out of the row loop (no
+#: :data:`OPAQUE_LANE` there), and a float32 layer norm of 1K columns took
+#: 191 registers instead of 121 and ran at 0.77 of copy instead of 0.94
+#: (bench/results/h200-sweeps.txt, sweep 12). The vector variants take rows
+#: of at least one vector.
 CLAMPED_LOADS = True
 #: Cached block variants may take up to this many times the registers the
 #: register rule allows (see :data:`BLOCK_CACHED`): a layer norm float32 of
@@ -2046,7 +2050,7 @@ class _SegmentScheduler:
                         lane = _opaque(lane)
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
-                    clamped = CLAMPED_LOADS and group.cached
+                    clamped = CLAMPED_LOADS and group.cached and group.kind == "block"
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
                     if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)

@@ -97,6 +97,21 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
+def test_rows_in_buffers_next_to_their_weights(case, monkeypatch):
+    """Row buffers next to the weights (gpu_schedule.BUFFER_WITH_WEIGHTS, off
+    by default): bfloat16 rows of 16K-32K columns on 1024-thread blocks, a
+    layer norm's with one buffer, an RMS norm's with two, 16 blocks for 203
+    rows (each block turns its buffers over many times)."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "BUFFER_WITH_WEIGHTS", True)
+    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    check_rows(case, "bfloat16", "cuda", [16392, 32768], rows=203)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
     """A softmax of ``x`` times a second full-size input ``y`` that only the

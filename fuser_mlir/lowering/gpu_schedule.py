@@ -298,7 +298,8 @@ BLOCK_REDUCE = True
 #: layer norm float32 16K 0.82 -> 0.84, RMS norm float32 16K 0.88 -> 0.88.
 #: Without a persistent grid (a block a row: rows of 256 MB are fewer than
 #: its cap), there is no next row to buffer and all of these lost
-#: (bench/results/h200-sweeps.txt, sweep 8).
+#: (bench/results/h200-sweeps.txt, sweep 8). Since :data:`CLAMPED_LOADS`,
+#: rows with weights keep the weights alone (:data:`BUFFER_WITH_WEIGHTS`).
 BUFFER_NEXT_ROW = True
 #: Most row buffers of a buffered variant (as many as fit, up to this): one
 #: is refilled once every lane has read it, so with more, later rows are
@@ -307,6 +308,16 @@ BUFFER_NEXT_ROW = True
 #: one fits, the block is buffered only if its weights fit too: a softmax
 #: float32 of 32K columns ran at 0.81-0.83 on one buffer, 0.90-0.91 without.
 BUFFER_DEPTH = 3
+#: Whether rows with weights get row buffers too (next to their weights). Not
+#: since :data:`CLAMPED_LOADS`: a lane's loads of the row straight from
+#: memory, all issued together, then did as well or better than rows
+#: arriving in shared memory, so such a block keeps its weights alone
+#: (:data:`SHARED_WEIGHTS_ALONE`). On the H200 (back to back, 256 MB / 1 GB):
+#: RMS norm bfloat16 of 32K columns 0.87 / 0.89 of copy buffered (the weight
+#: and 2 row buffers) -> 0.90 / 0.92; layer norm bfloat16 32K 0.83 / 0.86
+#: (both weights and 1 buffer) -> 0.82 / 0.87. A softmax (no weights) keeps
+#: its 3 buffers: 0.88 / 0.90 against 0.67 / 0.72 without (sweep 12).
+BUFFER_WITH_WEIGHTS = False
 #: A 1024-thread cached block variant with no row buffer (not even one
 #: fits next to its weights) keeps as many of its weights (in order) as fit in
 #: shared memory, copied once per block, and its grid is persistent so that
@@ -1898,6 +1909,8 @@ class _SegmentScheduler:
                 buffered = min(BUFFER_DEPTH, (room - weight_bytes * bool(shared_weights)) // row_bytes)
                 if buffered == 1 and not (shared_weights and weight_bytes):
                     buffered = 0  # one buffer alone: see BUFFER_DEPTH
+                if weight_sizes and not BUFFER_WITH_WEIGHTS:
+                    buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
                 if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
                     shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
             groups.append(

@@ -547,11 +547,13 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies(monkeypatch):
     with a buffer (one buffer alone is not enough). Before its row loop, thread 0 asks for the weights and a
     row per buffer; each row asks for the row 3 (its buffers) on once it has
     been read. The PTX has the PTX 8.0 forms (shared::cluster) and ptxas
-    takes it. Other variants, and targets before sm_90, have none of it. A
-    float32 RMS norm's rows of 16K are buffered by the register rule alone
-    (REGISTER_ROOM 1; with the room, (512, 8) takes them)."""
+    takes it. Other variants, and targets before sm_90, have none of it.
+    Rows with weights are buffered only with BUFFER_WITH_WEIGHTS (set here;
+    see the next test), and a float32 RMS norm's rows of 16K by the register
+    rule alone (REGISTER_ROOM 1; with the room, (512, 8) takes them)."""
     needs_libdevice()
     monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
+    monkeypatch.setattr(gpu_schedule, "BUFFER_WITH_WEIGHTS", True)
     cases = [  # case, dtype, columns, bytes a column of shared memory, buffers, copies before the row loop
         ("softmax", "bfloat16", 32768, 3 * 2, 3, 3),  # x: 3 buffers of 64 KB
         ("layer_norm", "bfloat16", 32768, 2 + 2 + 2, 1, 3),  # w and b (128 KB) and a buffer of x
@@ -579,6 +581,24 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies(monkeypatch):
         assert program.ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == (4 if arch == "sm_90" else 0)
         if shutil.which("ptxas"):
             assert program.cubin[:4] == b"\x7fELF"
+
+
+def test_rows_with_weights_get_no_row_buffers():
+    """By default (BUFFER_WITH_WEIGHTS off) a 1024-thread cached block whose
+    rows have weights keeps the weights alone in shared memory, one bulk copy
+    each before its row loop on one mbarrier, persistent, and loads its rows
+    from memory: bfloat16 layer and RMS norms of 32K columns. A softmax's
+    rows (no weights) still arrive in 3 row buffers."""
+    needs_libdevice()
+    for case, weights in (("layer_norm", 2), ("rms_norm", 1)):
+        text, chosen = bench_rows(case, "bfloat16")
+        launch = chosen(32768)
+        kernel = kernel_text(text, launch.kernel)
+        assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]], case
+        assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 32768 * 2 * weights, case
+        assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == weights, case
+    text, chosen = bench_rows("softmax", "bfloat16")
+    assert kernel_text(text, chosen(32768).kernel).count("nvvm.mbarrier.init") == 3
 
 
 def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memory(monkeypatch):

@@ -364,7 +364,8 @@ CLAMPED_LOADS = True
 #: :data:`SHARED_WEIGHTS_ALONE`; sweep 11); an RMS norm float32 (36 words)
 #: of 16K on (512, 8) 0.94 against 0.88 on (1024, 4), of 32K on (1024, 8)
 #: 0.85 against 0.83 staged (with :data:`CLAMPED_LOADS`; sweep 12). Of the
-#: bench's rows, only these four change variant with it.
+#: bench's rows, only these (float32 layer and RMS norms of 16K and 32K
+#: columns) take another variant with it.
 REGISTER_ROOM = 1.25
 #: Fewest threads of a buffered cached block variant: buffering the 512-thread
 #: ones (two blocks an SM) lost (RMS norm bfloat16 16K 0.96 -> 0.86 of copy,
@@ -1116,18 +1117,16 @@ class _RowWalk:
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
         key = (operand, str(amap))
         staged = self.staged.get(key)
-        if slot.safe is not None:  # the row's own column or its last vector (CLAMPED_LOADS)
-            ivs = ivs[:-1] + [slot.safe]
+        col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
         if staged is not None and key in self.filled:
-            view, index = staged, arith.DivUIOp(ivs[-1] if slot.safe is not None else slot.col, _index(lanes)).result
+            view, index = staged, arith.DivUIOp(col, _index(lanes)).result
         else:
-            flat = k.linear_index(operand, k.indices(amap, ivs))
+            flat = k.linear_index(operand, k.indices(amap, ivs if slot.safe is None else ivs[:-1] + [col]))
             view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
-        vtype = ir.VectorType.get([lanes], element)
         if slot.safe is not None:
             loaded = memref.LoadOp(view, [index]).result
         else:
-            loaded = _guarded(slot.inside, vtype, lambda: memref.LoadOp(view, [index]).result)
+            loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
         if staged is not None and key not in self.filled:  # the first generic to read it keeps it
             self.keeping.append((loaded, staged, slot))
             self.filling.add(key)

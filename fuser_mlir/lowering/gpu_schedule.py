@@ -440,6 +440,12 @@ class _RowGroup:
         return CACHED_STORE_GROUP if lanes <= VECTOR_BYTES // 4 else NARROW_STORE_GROUP
 
     @property
+    def persistent(self) -> bool:
+        """Whether its blocks stay resident, each taking many rows, and keep
+        row buffers or weights in shared memory across them."""
+        return bool(self.buffered or self.shared_weights)
+
+    @property
     def one_barrier(self) -> bool:
         """Whether the block reduces 32-bit values with :func:`_block_reduce` (:data:`BLOCK_REDUCE`)."""
         return BLOCK_REDUCE and self.kind == "block" and self.cached
@@ -457,7 +463,7 @@ class _RowGroup:
     def grid(self, rows: list) -> list:
         per_block = 1 if self.kind == "block" else self.threads // WARP
         cap = ["const", MAX_BLOCKS * 8]
-        if self.buffered or self.shared_weights:  # resident blocks that take many rows each
+        if self.persistent:
             sms = ["sms"] if PERSISTENT_BLOCKS is None else ["const", PERSISTENT_BLOCKS]
             cap = sms if self.blocks_per_sm == 1 else ["mul", sms, ["const", self.blocks_per_sm]]
         return [["min", _ceildiv(rows, per_block), cap], ["const", 1], ["const", 1]]
@@ -1119,7 +1125,7 @@ class _RowWalk:
         staged = self.staged.get(key)
         col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
         if staged is not None and key in self.filled:
-            view, index = staged, arith.DivUIOp(col, _index(lanes)).result
+            view, index = staged, self.staged_index(col)
         else:
             flat = k.linear_index(operand, k.indices(amap, ivs if slot.safe is None else ivs[:-1] + [col]))
             view, index = k.view_argument(operand, lanes), arith.DivUIOp(flat, _index(lanes)).result
@@ -1139,13 +1145,13 @@ class _RowWalk:
         for loaded, staged, slot in self.keeping:
             branch = scf.IfOp(slot.inside)
             with ir.InsertionPoint(branch.then_block):
-                memref.StoreOp(loaded, staged, [self.staged_index(slot)])
+                memref.StoreOp(loaded, staged, [self.staged_index(slot.col)])
                 scf.YieldOp([])
         self.keeping = []
 
-    def staged_index(self, slot: _Slot) -> ir.Value:
-        """The slot's place in a staged region (its vector's index in the row)."""
-        return arith.DivUIOp(slot.col, _index(self.lanes)).result
+    def staged_index(self, col: ir.Value) -> ir.Value:
+        """The place in a staged region of the vector from column ``col`` (its index in the row)."""
+        return arith.DivUIOp(col, _index(self.lanes)).result
 
     def reduce(self, g: _Generic, inits: list[ir.Value], slots: list[_Slot] | None = None, cache: dict | None = None) -> list[ir.Value]:
         """This lane's partial results of reduction ``g`` over the row (to be
@@ -2068,7 +2074,7 @@ class _SegmentScheduler:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:
                         walk.stage(regions)
-                    if group.buffered or group.shared_weights:
+                    if group.persistent:
                         kept = _RowBuffer(buffer.rows if group.buffered else {}, dict(list(buffer.weights.items())[: group.shared_weights]))
                         walk.stage(kept.weight_regions, k.zero)
                         at = kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered)
@@ -2087,7 +2093,7 @@ class _SegmentScheduler:
                         walk.settle()
                     scf.YieldOp([])
             shared = 0
-            if group.staged or group.buffered or group.shared_weights:
+            if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
                 shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
             k.finish(
@@ -2138,19 +2144,14 @@ class _SegmentScheduler:
         written = {o for g, _ in plan.steps for o in g.outputs}
         anchor = next(step for step, (g, _) in enumerate(plan.steps) if g is plan.anchor)
         rows, weights = {}, {}
-        for step, (g, role) in enumerate(plan.steps):
-            if role not in ("full", "reduce"):
-                continue
-            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-                if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or operand in written:
-                    continue
-                if not all(_uses_dim(amap, d) for d in range(p, n)):
-                    continue  # constant along the row
-                if all(_uses_dim(amap, d) for d in range(p)):
-                    if step <= anchor:
-                        rows[(operand, str(amap))] = amap
-                elif not any(_uses_dim(amap, d) for d in range(p)):
-                    weights[(operand, str(amap))] = amap
+        for step, operand, amap in plan.row_inputs():
+            if operand in written or not all(_uses_dim(amap, d) for d in range(p, n)):
+                continue  # written by the segment, or constant along the row
+            if all(_uses_dim(amap, d) for d in range(p)):
+                if step <= anchor:
+                    rows[(operand, str(amap))] = amap
+            elif not any(_uses_dim(amap, d) for d in range(p)):
+                weights[(operand, str(amap))] = amap
         if not rows or not all(_bulk_rows(o, lanes) for o, _ in [*rows, *weights]):
             return None
         return _RowBuffer(rows, weights)
@@ -2368,17 +2369,21 @@ class _RowPlan:
             steps.append((g, role))
         return cls(anchor, p, rows, steps, row_temps)
 
-    def full_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:
+    def row_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:
         """(step, operand, map) of each tensor input that a full-size step
-        (``full`` or ``reduce``) reads at every (row, column), and uses."""
-        n = len(self.anchor.iterators)
+        (``full`` or ``reduce``) reads and uses."""
         return [
             (step, operand, amap)
             for step, (g, role) in enumerate(self.steps)
             if role in ("full", "reduce")
             for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)
-            if list(arg.uses) and isinstance(operand.type, ir.ShapedType) and all(_uses_dim(amap, d) for d in range(n))
+            if list(arg.uses) and isinstance(operand.type, ir.ShapedType)
         ]
+
+    def full_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:
+        """:meth:`row_inputs` read at every (row, column)."""
+        n = len(self.anchor.iterators)
+        return [(step, operand, amap) for step, operand, amap in self.row_inputs() if all(_uses_dim(amap, d) for d in range(n))]
 
 
 def _row_map(amap: ir.AffineMap, p: int) -> bool:

@@ -211,17 +211,18 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
     assert vector_loads(chosen(0)) == 0  # rows of no columns: the scalar variant (a clamped load needs a vector to clamp to)
 
 
-def bench_rows(case: str, dtype: str):
-    """A normalization of bench/run.py scheduled for dense, 16-byte aligned
-    arguments: (the kernel module's text, a function from a row length to
-    the launch that runs rows of it)."""
+def bench_rows(case: str, dtype: str, arch: str | None = None):
+    """A normalization of bench/run.py for dense, 16-byte aligned arguments:
+    scheduled (the kernel module's text), or with ``arch`` compiled for it
+    (the GpuProgram, PTX and all), and a function from a row length to the
+    launch that runs rows of it."""
     bench = load_bench("run")
     bench_case = next(c for c in bench.CASES if c.name == case)
     shapes_of = bench_case.shapes
     context, module = outlined(bench.fusion_for(bench_case, dtype))
-    inputs = len(shapes_of(1 << 20, 1024))
+    layouts = {f"{case}_{dtype}_seg0": [(True, 16)] * (len(shapes_of(1 << 20, 1024)) + 1)}
     with context, ir.Location.unknown():
-        scheduled = lower_to_gpu(module, {f"{case}_{dtype}_seg0": [(True, 16)] * (inputs + 1)})
+        scheduled = lower_to_gpu(module, layouts) if arch is None else compile_gpu(module, arch=arch, load=False, layouts=layouts)
     (program,) = scheduled.programs.values()
 
     def chosen(cols):
@@ -229,7 +230,7 @@ def bench_rows(case: str, dtype: str):
         (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
         return launch
 
-    return str(scheduled.module), chosen
+    return (str(scheduled.module) if arch is None else scheduled), chosen
 
 
 def test_cached_blocks_reduce_with_one_barrier_each():
@@ -573,11 +574,8 @@ def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies(monkeypatch):
     text, chosen = bench_rows("softmax", "float32")
     launch = chosen(32768)  # (1024, 8): room for one buffer of x, and no weights to keep with it: not buffered
     assert launch.block[0] == 1024 and not launch.shared_bytes and "nvvm.mbarrier" not in kernel_text(text, launch.kernel)
-    bench = load_bench("run")
     for arch in ("sm_80", "sm_90"):
-        context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "softmax"), "bfloat16"))
-        with context, ir.Location.unknown():
-            program = compile_gpu(module, arch=arch, load=False, layouts={"softmax_bfloat16_seg0": [(True, 16)] * 2})
+        program, _ = bench_rows("softmax", "bfloat16", arch)
         assert program.ptx.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == (4 if arch == "sm_90" else 0)
         if shutil.which("ptxas"):
             assert program.cubin[:4] == b"\x7fELF"
@@ -626,12 +624,9 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     assert kernel_text(text, rms.kernel).count("nvvm.cp.async.bulk.shared.cluster.global") == 1 and chosen(16384).block[0] == 512
     if not shutil.which("ptxas"):
         return
-    bench = load_bench("run")
     for opaque in (True, False):
         monkeypatch.setattr(gpu_schedule, "OPAQUE_LANE", opaque)
-        context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "layer_norm"), "float32"))
-        with context, ir.Location.unknown():
-            program = compile_gpu(module, arch="sm_90", load=False, layouts={"layer_norm_float32_seg0": [(True, 16)] * 4})
+        program, _ = bench_rows("layer_norm", "float32", "sm_90")
         spilled = spill_bytes(program.ptx, launch.kernel)
         assert spilled <= 24 if opaque else spilled >= 100, (opaque, spilled)
 
@@ -645,12 +640,8 @@ def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
     each load is branched around, and ptxas issues them one at a time."""
     needs_libdevice()
     monkeypatch.setattr(gpu_schedule, "CLAMPED_LOADS", clamped)
-    bench = load_bench("run")
-    context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "rms_norm"), "float32"))
-    with context, ir.Location.unknown():
-        program = compile_gpu(module, arch="sm_90", load=False, layouts={"rms_norm_float32_seg0": [(True, 16)] * 3})
-    (segment,) = program.programs.values()
-    (launch,) = [launch for launch in segment.launches if evaluate(launch.when, [(3, 32768), (32768,), (3, 32768)], [])]
+    program, chosen = bench_rows("rms_norm", "float32", "sm_90")
+    launch = chosen(32768)
     assert launch.block == [1024, 1, 1]
     kernel = kernel_ptx(program.ptx, launch.kernel)
     loads = [m.start() for m in re.finditer(r"ld\.global\.v4", kernel)]

@@ -13,8 +13,10 @@ not follow a setting. CASES is a comma-separated list of case:dtype:hidden
 (bench/run.py's cases, e.g. layer_norm:bfloat16:8192).
 
 For each setting and case, prints the time of one call within 20 back-to-back
-calls (host time hidden behind the device: the kernels' own time) against a
-copy of the same bytes, after checking the result against PyTorch in float64.
+calls (host time hidden behind the device: the kernels' own time) and of one
+call alone after an L2 flush (bench/run.py's method: host time inside), each
+against a copy of the same bytes timed the same way, after checking the
+result against PyTorch in float64.
 FUSER_CACHE=0 keeps kernels compiled under one setting out of the next. A
 development tool for choosing the constants (bench/results/h200-sweeps.txt
 has what each sweep found); bench/run.py is the benchmark.
@@ -102,11 +104,13 @@ def main(settings_arg: str, cases_arg: str, megabytes: int = 256) -> None:
             if model not in copies:
                 src = torch.empty(model // 2, dtype=torch.uint8, device="cuda")
                 dst = torch.empty_like(src)
-                copies[model] = timed(lambda: dst.copy_(src), 20, flush)
-            ours = timed(lambda: fd.execute(inputs, outputs=outs), 20, flush)
+                copy = lambda: dst.copy_(src)  # noqa: E731
+                copies[model] = timed(copy, 20, flush), 1e3 * bench.median_ms(copy, 20, 3, flush)
+            run = lambda: fd.execute(inputs, outputs=outs)  # noqa: E731
+            ours, alone = timed(run, 20, flush), 1e3 * bench.median_ms(run, 20, 3, flush)
             print(
                 f"{label:<42} {case_name:<10} {dtype:<8} h={hidden:<6} back-to-back {ours:7.1f} us "
-                f"({copies[model] / ours:.2f} of copy) err {error:.2g}",
+                f"({copies[model][0] / ours:.2f} of copy), one call {alone:7.1f} us ({copies[model][1] / alone:.2f}) err {error:.2g}",
                 flush=True,
             )
     restore(saved)

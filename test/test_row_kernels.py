@@ -97,6 +97,25 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype, budget", [("float32", 16 * 1024), ("bfloat16", 32 * 1024)])
+@pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
+def test_rows_that_keep_part_of_their_weights(case, dtype, budget, monkeypatch):
+    """Weights kept alone in shared memory past SHARED_WEIGHT_BYTES (cut
+    here to one slot a lane of a float32 weight, 16 KB; a bfloat16 layer
+    norm keeps one of each of its two, an RMS norm two of its one): each
+    lane reads its first slots of a weight there and the others from
+    memory, at row lengths of the 1024-thread blocks from just past the
+    kept columns, 16 blocks for 203 rows (the kept part copied once per
+    block, read by each of its rows)."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
+    monkeypatch.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
+    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    check_rows(case, dtype, "cuda", [16392, 20000, 32768], rows=203)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
 def test_rows_in_buffers_next_to_their_weights(case, monkeypatch):
     """Row buffers next to the weights (gpu_schedule.BUFFER_WITH_WEIGHTS, off

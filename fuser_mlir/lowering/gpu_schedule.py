@@ -327,6 +327,21 @@ BUFFER_WITH_WEIGHTS = False
 #: both weights from memory on a grid of a block a row (the staged variant
 #: ran at 0.72 / 0.75; bench/results/h200-sweeps.txt, sweep 11).
 SHARED_WEIGHTS_ALONE = True
+#: Most bytes of dynamic shared memory a block keeps its weights alone in
+#: (:data:`SHARED_WEIGHTS_ALONE`): past it, each kept weight keeps the
+#: columns of its lanes' first slots that fit (the same number for each),
+#: and the lanes read their other slots from memory. Shared memory and the
+#: L1 cache share an SM's 256 KB, and a (1024, 8) block issues the loads of
+#: a whole row at once (128 KB of float32): on the H200 (256 MB, back to
+#: back) a softmax float32 of 32K columns on (1024, 8) ran at 0.91 of copy,
+#: 0.91 with 64 KB of unused dynamic shared memory and 0.85 with 128 KB. An
+#: RMS norm float32 of 32K columns (its weight 128 KB) ran at 0.85 / 0.88 of
+#: copy (256 MB / 1 GB) with the whole weight kept, 0.86 / 0.89 with 96 KB
+#: of it, 0.89-0.90 / 0.92 with 64, 48 or 32 KB; rows of 20000 columns 0.76 /
+#: 0.73 -> 0.84 / 0.86 with 64 KB. The layer norms of 32K columns (float32:
+#: its first weight; bfloat16: both) moved within 0.02 either way
+#: (bench/results/h200-sweeps.txt, sweep 13).
+SHARED_WEIGHT_BYTES = 64 * 1024
 #: Cached block variants compute their lanes' columns from the thread index
 #: passed through an opaque move inside the row loop (:func:`_opaque`), so that
 #: LLVM does not hoist the slots' row-invariant addresses (a lane's columns, a
@@ -401,6 +416,7 @@ class _RowGroup:
     max_registers: int = 0  # a thread's registers (.maxnreg; 0: as ptxas likes)
     buffered: int = 0  # row buffers its rows arrive in, rows ahead (:data:`BUFFER_NEXT_ROW`; 0: none)
     shared_weights: int = 0  # ... and its first weights, once (or alone: :data:`SHARED_WEIGHTS_ALONE`)
+    weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -438,6 +454,10 @@ class _RowGroup:
         if self.kind == "block" and not self.staged:
             return BLOCK_STORE_GROUP
         return CACHED_STORE_GROUP if lanes <= VECTOR_BYTES // 4 else NARROW_STORE_GROUP
+
+    def weight_columns(self, lanes: int) -> int:
+        """Columns of its row each kept weight holds in shared memory (0: all; see :data:`SHARED_WEIGHT_BYTES`)."""
+        return self.weight_slots * self.threads * lanes
 
     @property
     def persistent(self) -> bool:
@@ -1035,6 +1055,7 @@ class _RowWalk:
         self.clamped = clamped and lanes > 1 and len(row_sizes) == 1
         self.uniform: set[ir.Value] = set()  # values read once per row (the same for every column)
         self.staged: dict[tuple, ir.Value] = {}  # (operand, map) -> its region of shared memory (staged variant)
+        self.staged_slots: dict[tuple, int] = {}  # (operand, map) -> a lane's slots its region holds, where not all
         self.filled: set[tuple] = set()  # staged keys written by the generics walked so far
         self.filling: set[tuple] = set()  # ... and by the one being walked
         self.keeping: list[tuple] = []  # (vector, region, slot) loaded and yet to be stored in shared memory
@@ -1042,7 +1063,7 @@ class _RowWalk:
         self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
         self.after_first_reduction = None  # a buffered variant's _RowBuffer.release
 
-    def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None) -> None:
+    def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None, span: ir.Value | None = None, slots: int = 0) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
         bytes per column before its region)) in dynamic shared memory: the
         first generic to read one stores what it loads there, and later
@@ -1050,11 +1071,16 @@ class _RowWalk:
         so no barrier is needed (see :meth:`_SegmentScheduler.staged_regions`).
         With ``at`` (a byte offset in shared memory), the regions there
         already hold the row (a buffered variant's row buffer): every
-        generic reads them."""
+        generic reads them. With ``span`` (columns a region holds, not the
+        row's padded columns) and ``slots``, a region holds each lane's first
+        ``slots`` slots (the row's first ``span`` columns, see
+        :data:`SHARED_WEIGHT_BYTES`); the others are read from memory."""
         base = _shared_bytes()
-        padded = _padded(self.cols)
+        padded = span or _padded(self.cols)
         count = arith.DivUIOp(padded, _index(self.lanes)).result
         for key, (element, offset) in regions.items():
+            if slots:
+                self.staged_slots[key] = slots
             vtype = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.VectorType.get([self.lanes], element), memory_space=_workgroup())
             start = _scaled(padded, offset)
             self.staged[key] = memref.ViewOp(vtype, base, start if at is None else arith.AddIOp(at, start).result, [count]).result
@@ -1124,7 +1150,7 @@ class _RowWalk:
         key = (operand, str(amap))
         staged = self.staged.get(key)
         col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
-        if staged is not None and key in self.filled:
+        if staged is not None and key in self.filled and slot.index < self.staged_slots.get(key, slot.index + 1):
             view, index = staged, self.staged_index(col)
         else:
             flat = k.linear_index(operand, k.indices(amap, ivs if slot.safe is None else ivs[:-1] + [col]))
@@ -1251,10 +1277,14 @@ class _RowBuffer:
     them first), thread 0 asks for row ``t + depth`` into the same buffer
     (:meth:`release`). With ``depth`` 0 and no rows, the weights alone
     (:data:`SHARED_WEIGHTS_ALONE`): every row waits for phase 0 of the one
-    mbarrier, complete from the block's first row on."""
+    mbarrier, complete from the block's first row on. ``weight_columns``
+    (weights alone only; 0: all): each weight keeps at most its row's first
+    so many columns (:data:`SHARED_WEIGHT_BYTES`)."""
 
-    def __init__(self, rows: dict, weights: dict):
-        self.rows, self.weights = rows, weights
+    def __init__(self, rows: dict, weights: dict, weight_columns: int = 0):
+        if weight_columns and rows:
+            raise ValueError("a row buffer keeps its weights whole: weight_columns is for weights alone")
+        self.rows, self.weights, self.weight_columns = rows, weights, weight_columns
         self.weight_regions, self.weight_bytes = self._regions(weights, 0)  # (operand, map text) -> (element, bytes a column before it)
         self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
         self.row_bytes = end - self.weight_bytes
@@ -1282,6 +1312,11 @@ class _RowBuffer:
             self.base = _shared_bytes()
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
+            #: columns a weight's region holds (its row's, padded, or weight_columns), and the columns copied there
+            self.span, self.kept = self.padded, self.columns
+            if self.weight_columns:
+                self.span = arith.MinUIOp(self.padded, _index(self.weight_columns)).result
+                self.kept = arith.MinUIOp(self.columns, _index(self.weight_columns)).result
             for j in range(count):
                 row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
                 there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
@@ -1324,19 +1359,21 @@ class _RowBuffer:
         n = len(self.sizes)
         ivs = k.delinearize(row, self.sizes[: self.p]) + [k.zero] * (n - self.p)
         regions = self.regions
-        total = sum(_element_bytes(regions[key][0]) for key in inputs)
+        weight_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.weight_regions)
+        row_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.row_regions)
         barrier = _mbarrier(self.barriers, which)
-        _expect_bytes(barrier, _scaled(self.columns, total))
+        _expect_bytes(barrier, arith.AddIOp(_scaled(self.kept, weight_bytes), _scaled(self.columns, row_bytes)).result)
         buffer = self._buffer(which)
         for (operand, text), amap in inputs.items():
             element, offset = regions[(operand, text)]
             size = _element_bytes(element)
             flat = k.linear_index(operand, k.indices(amap, ivs))
             source = _pointer(k.view_argument(operand, self.lanes), _scaled(flat, size), 1)
-            start = _scaled(self.padded, offset)
             if (operand, text) in self.row_regions:
-                start = arith.AddIOp(buffer, start).result
-            _bulk_copy(source, self.base, start, _scaled(self.columns, size), barrier)
+                start, count = arith.AddIOp(buffer, _scaled(self.padded, offset)).result, self.columns
+            else:
+                start, count = _scaled(self.span, offset), self.kept
+            _bulk_copy(source, self.base, start, _scaled(count, size), barrier)
 
 
 def _opaque(value: ir.Value) -> ir.Value:
@@ -1905,7 +1942,7 @@ class _SegmentScheduler:
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
-            buffered, shared_weights = 0, 0
+            buffered, shared_weights, weight_slots = 0, 0, 0
             row_bytes, weight_sizes = buffered_bytes
             weight_bytes = sum(weight_sizes)
             if BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes:  # for a row of the most columns it takes
@@ -1918,10 +1955,14 @@ class _SegmentScheduler:
                     buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
                 if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
                     shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
+                    per_slot = threads * lanes * sum(weight_sizes[:shared_weights])  # bytes of one slot of each lane, each weight
+                    if per_slot and per_slot * slots > SHARED_WEIGHT_BYTES:
+                        weight_slots = SHARED_WEIGHT_BYTES // per_slot
+                        shared_weights *= weight_slots > 0
             groups.append(
                 _RowGroup(
                     "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
-                    shared_weights=shared_weights,
+                    shared_weights=shared_weights, weight_slots=weight_slots,
                 )
             )
             below = threads * columns
@@ -2075,9 +2116,10 @@ class _SegmentScheduler:
                     if group.staged:
                         walk.stage(regions)
                     if group.persistent:
-                        kept = _RowBuffer(buffer.rows if group.buffered else {}, dict(list(buffer.weights.items())[: group.shared_weights]))
-                        walk.stage(kept.weight_regions, k.zero)
+                        weights = dict(list(buffer.weights.items())[: group.shared_weights])
+                        kept = _RowBuffer(buffer.rows if group.buffered else {}, weights, group.weight_columns(vector_lanes))
                         at = kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered)
+                        walk.stage(kept.weight_regions, k.zero, kept.span, group.weight_slots)
                         if group.buffered:
                             walk.stage(kept.row_regions, at)
                             walk.after_first_reduction = kept.release
@@ -2096,6 +2138,9 @@ class _SegmentScheduler:
             if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
                 shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
+                if group.persistent and group.weight_slots:  # (weights alone)
+                    padded = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
+                    shared = ["mul", ["min", padded, ["const", group.weight_columns(vector_lanes)]], ["const", kept.weight_bytes]]
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,

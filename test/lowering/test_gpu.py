@@ -585,15 +585,17 @@ def test_rows_with_weights_get_no_row_buffers():
     """By default (BUFFER_WITH_WEIGHTS off) a 1024-thread cached block whose
     rows have weights keeps the weights alone in shared memory, one bulk copy
     each before its row loop on one mbarrier, persistent, and loads its rows
-    from memory: bfloat16 layer and RMS norms of 32K columns. A softmax's
-    rows (no weights) still arrive in 3 row buffers."""
+    from memory: bfloat16 layer and RMS norms of 32K columns (the RMS norm's
+    weight whole, 64 KB; the layer norm's two, 128 KB, past
+    SHARED_WEIGHT_BYTES: each its first 16K columns). A softmax's rows (no
+    weights) still arrive in 3 row buffers."""
     needs_libdevice()
     for case, weights in (("layer_norm", 2), ("rms_norm", 1)):
         text, chosen = bench_rows(case, "bfloat16")
         launch = chosen(32768)
         kernel = kernel_text(text, launch.kernel)
         assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]], case
-        assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 32768 * 2 * weights, case
+        assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 64 * 1024, case
         assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == weights, case
     text, chosen = bench_rows("softmax", "bfloat16")
     assert kernel_text(text, chosen(32768).kernel).count("nvvm.mbarrier.init") == 3
@@ -602,25 +604,26 @@ def test_rows_with_weights_get_no_row_buffers():
 def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memory(monkeypatch):
     """A float32 layer norm of 32K columns on (1024, 8) (its rows in
     registers; no row buffer fits next to its two weights, 256 KB) keeps its
-    first weight (128 KB) in shared memory, copied once per block before the
-    row loop on one mbarrier, on a grid of a block an SM (each block takes
-    many rows), and reads the second from memory. Its lanes' columns come
-    from an opaque move of the thread index inside the row loop, as in every
-    cached block (OPAQUE_LANE), and ptxas spills at most 24 bytes (160
-    without the move). An RMS norm's rows of 32K take the same block and
-    keep its one weight in shared memory."""
+    first weight in shared memory (its first 16K columns, 64 KB: see
+    SHARED_WEIGHT_BYTES), copied once per block before the row loop on one
+    mbarrier, on a grid of a block an SM (each block takes many rows), and
+    reads the second from memory. Its lanes' columns come from an opaque
+    move of the thread index inside the row loop, as in every cached block
+    (OPAQUE_LANE), and ptxas spills at most 24 bytes (160 without the move).
+    An RMS norm's rows of 32K take the same block and keep the same part of
+    its one weight in shared memory."""
     needs_libdevice()
     text, chosen = bench_rows("layer_norm", "float32")
     launch = chosen(32768)
     kernel = kernel_text(text, launch.kernel)
     assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]]
-    assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 32768 * 4
+    assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 16384 * 4
     assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 1
     assert kernel.count("nvvm.mbarrier.try_wait.parity") == 1 and kernel.count("llvm.inline_asm has_side_effects") == 1
     assert not chosen(16384).shared_bytes and chosen(16384).block[0] == 512  # (512, 8): no shared memory
     text, chosen = bench_rows("rms_norm", "float32")
     rms = chosen(32768)
-    assert rms.block[0] == 1024 and rms.grid == launch.grid and evaluate(rms.shared_bytes, [(3, 32768)] * 3, []) == 32768 * 4
+    assert rms.block[0] == 1024 and rms.grid == launch.grid and evaluate(rms.shared_bytes, [(3, 32768)] * 3, []) == 16384 * 4
     assert kernel_text(text, rms.kernel).count("nvvm.cp.async.bulk.shared.cluster.global") == 1 and chosen(16384).block[0] == 512
     if not shutil.which("ptxas"):
         return
@@ -644,9 +647,29 @@ def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
     launch = chosen(32768)
     assert launch.block == [1024, 1, 1]
     kernel = kernel_ptx(program.ptx, launch.kernel)
-    loads = [m.start() for m in re.finditer(r"ld\.global\.v4", kernel)]
-    assert len(loads) == 8  # x's slots (its weight is read from shared memory)
+    loads = [m.start() for m in re.finditer(r"ld\.global\.v4", kernel)][:8]  # x's slots (then its weight's past SHARED_WEIGHT_BYTES)
+    assert len(loads) == 8
     assert ("bra" in kernel[loads[0] : loads[-1]]) != clamped
+
+
+def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch):
+    """An RMS norm float32 of 32K columns on (1024, 8) keeps its weight
+    alone in shared memory, up to SHARED_WEIGHT_BYTES: past it, the
+    weight's region holds each lane's first slots that fit (its row's first
+    4096 columns a slot), read there, and the lanes read their other slots
+    of the weight from memory. The region (the launch's dynamic shared
+    memory) is the row's padded columns where fewer."""
+    needs_libdevice()
+    for budget, kept in ((64 * 1024, 4), (16 * 1024, 1), (1 << 30, 8)):
+        monkeypatch.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
+        program, chosen = bench_rows("rms_norm", "float32", "sm_90")
+        launch = chosen(32768)
+        kernel = kernel_ptx(program.ptx, launch.kernel)
+        assert len(re.findall(r"ld\.shared\.v4", kernel)) == kept, budget
+        assert len(re.findall(r"ld\.global\.v4", kernel)) == 8 + 8 - kept, budget  # x's 8 slots and the weight's others
+        for cols in (16392, 20000, 32768):
+            padded = -(-cols // 16) * 16
+            assert evaluate(launch.shared_bytes, [(3, cols)] * 3, []) == 4 * min(padded, 4096 * kept), (budget, cols)
 
 
 def spill_bytes(ptx: str, kernel: str) -> int:

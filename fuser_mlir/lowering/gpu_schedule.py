@@ -405,7 +405,9 @@ class _RowGroup:
     shared memory instead (see :data:`SHARED_THREADS`); ``threads``: per block;
     ``buffered``: row buffers in shared memory that a cached block's rows
     arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: how many of
-    its weights (in order) it keeps in shared memory."""
+    its weights (in order) it keeps in shared memory, ``weight_slots``: of
+    each of them, the slots of each lane kept there where not all
+    (:data:`SHARED_WEIGHT_BYTES`)."""
 
     kind: str
     when: list | None
@@ -1076,7 +1078,7 @@ class _RowWalk:
         ``slots`` slots (the row's first ``span`` columns, see
         :data:`SHARED_WEIGHT_BYTES`); the others are read from memory."""
         base = _shared_bytes()
-        padded = span or _padded(self.cols)
+        padded = span if span is not None else _padded(self.cols)
         count = arith.DivUIOp(padded, _index(self.lanes)).result
         for key, (element, offset) in regions.items():
             if slots:
@@ -1313,10 +1315,10 @@ class _RowBuffer:
             self.columns = k.product(sizes[p:])
             self.padded = _padded(self.columns)
             #: columns a weight's region holds (its row's, padded, or weight_columns), and the columns copied there
-            self.span, self.kept = self.padded, self.columns
+            self.weight_span, self.weight_copied = self.padded, self.columns
             if self.weight_columns:
-                self.span = arith.MinUIOp(self.padded, _index(self.weight_columns)).result
-                self.kept = arith.MinUIOp(self.columns, _index(self.weight_columns)).result
+                self.weight_span = arith.MinUIOp(self.padded, _index(self.weight_columns)).result
+                self.weight_copied = arith.MinUIOp(self.columns, _index(self.weight_columns)).result
             for j in range(count):
                 row = arith.AddIOp(loop.lowerBound, _scaled(loop.step, j)).result
                 there = arith.CmpIOp(arith.CmpIPredicate.ult, row, loop.upperBound).result
@@ -1362,7 +1364,7 @@ class _RowBuffer:
         weight_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.weight_regions)
         row_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.row_regions)
         barrier = _mbarrier(self.barriers, which)
-        _expect_bytes(barrier, arith.AddIOp(_scaled(self.kept, weight_bytes), _scaled(self.columns, row_bytes)).result)
+        _expect_bytes(barrier, arith.AddIOp(_scaled(self.weight_copied, weight_bytes), _scaled(self.columns, row_bytes)).result)
         buffer = self._buffer(which)
         for (operand, text), amap in inputs.items():
             element, offset = regions[(operand, text)]
@@ -1372,7 +1374,7 @@ class _RowBuffer:
             if (operand, text) in self.row_regions:
                 start, count = arith.AddIOp(buffer, _scaled(self.padded, offset)).result, self.columns
             else:
-                start, count = _scaled(self.span, offset), self.kept
+                start, count = _scaled(self.weight_span, offset), self.weight_copied
             _bulk_copy(source, self.base, start, _scaled(count, size), barrier)
 
 
@@ -1955,10 +1957,11 @@ class _SegmentScheduler:
                     buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
                 if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
                     shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
-                    per_slot = threads * lanes * sum(weight_sizes[:shared_weights])  # bytes of one slot of each lane, each weight
-                    if per_slot and per_slot * slots > SHARED_WEIGHT_BYTES:
+                    per_slot = threads * lanes * sum(weight_sizes[:shared_weights])  # bytes of a slot of every lane, each kept weight
+                    if per_slot * slots > SHARED_WEIGHT_BYTES:  # each keeps its lanes' first slots that fit
                         weight_slots = SHARED_WEIGHT_BYTES // per_slot
-                        shared_weights *= weight_slots > 0
+                        if not weight_slots:
+                            shared_weights = 0
             groups.append(
                 _RowGroup(
                     "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
@@ -2119,7 +2122,7 @@ class _SegmentScheduler:
                         weights = dict(list(buffer.weights.items())[: group.shared_weights])
                         kept = _RowBuffer(buffer.rows if group.buffered else {}, weights, group.weight_columns(vector_lanes))
                         at = kept.open(k, row_loop, sizes, p, vector_lanes, group.buffered)
-                        walk.stage(kept.weight_regions, k.zero, kept.span, group.weight_slots)
+                        walk.stage(kept.weight_regions, k.zero, kept.weight_span, group.weight_slots)
                         if group.buffered:
                             walk.stage(kept.row_regions, at)
                             walk.after_first_reduction = kept.release
@@ -2138,9 +2141,9 @@ class _SegmentScheduler:
             if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
                 shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
-                if group.persistent and group.weight_slots:  # (weights alone)
+                if group.weight_slots:  # weights alone, each its row's first columns (_RowBuffer.weight_span)
                     padded = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
-                    shared = ["mul", ["min", padded, ["const", group.weight_columns(vector_lanes)]], ["const", kept.weight_bytes]]
+                    shared = ["mul", ["min", padded, ["const", group.weight_columns(vector_lanes)]], ["const", per_column]]
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,

@@ -1089,6 +1089,10 @@ class _RowWalk:
         if at is not None:
             self.filled |= set(regions)
 
+    def holds(self, key: tuple, slot: _Slot) -> bool:
+        """Whether the staged region of ``key`` holds ``slot`` (all of a lane's slots, or its first :attr:`staged_slots`)."""
+        return key not in self.staged_slots or slot.index < self.staged_slots[key]
+
     def stages(self, g: _Generic) -> bool:
         """Whether ``g`` is the first to read a staged operand."""
         return any((o, str(m)) in self.staged and (o, str(m)) not in self.filled for o, m in zip(g.inputs, g.maps))
@@ -1152,7 +1156,7 @@ class _RowWalk:
         key = (operand, str(amap))
         staged = self.staged.get(key)
         col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
-        if staged is not None and key in self.filled and slot.index < self.staged_slots.get(key, slot.index + 1):
+        if staged is not None and key in self.filled and self.holds(key, slot):
             view, index = staged, self.staged_index(col)
         else:
             flat = k.linear_index(operand, k.indices(amap, ivs if slot.safe is None else ivs[:-1] + [col]))

@@ -658,7 +658,7 @@ def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch
     weight's region holds each lane's first slots that fit (its row's first
     4096 columns a slot), read there, and the lanes read their other slots
     of the weight from memory. The region (the launch's dynamic shared
-    memory) is the row's padded columns where fewer."""
+    memory) holds the row's padded columns where they are fewer."""
     needs_libdevice()
     for budget, kept in ((64 * 1024, 4), (16 * 1024, 1), (1 << 30, 8)):
         monkeypatch.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
@@ -667,7 +667,7 @@ def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch
         kernel = kernel_ptx(program.ptx, launch.kernel)
         assert len(re.findall(r"ld\.shared\.v4", kernel)) == kept, budget
         assert len(re.findall(r"ld\.global\.v4", kernel)) == 8 + 8 - kept, budget  # x's 8 slots and the weight's others
-        for cols in (16392, 20000, 32768):
+        for cols in (100, 16392, 20000, 32768):  # (the formula alone for 100: the (512, 8) block takes such rows)
             padded = -(-cols // 16) * 16
             assert evaluate(launch.shared_bytes, [(3, cols)] * 3, []) == 4 * min(padded, 4096 * kept), (budget, cols)
 

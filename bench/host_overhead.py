@@ -31,7 +31,6 @@ import json
 import platform
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fuser_mlir import DataType, FusionDefinition  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import git_commit  # noqa: E402  (bench/run.py: the commit, -dirty with uncommitted changes)
 
 
 def one_op():
@@ -170,18 +172,12 @@ def profile(case: str, device: str, calls: int, graph: bool = False) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=10000, help="calls per batch (default 10000)")
     parser.add_argument("--batches", type=int, default=7, help="batches; the median is reported (default 7)")
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    parser.add_argument("--commit", default=None, help="git commit to record (default: git rev-parse HEAD, 'unknown' without git)")
     parser.add_argument("--profile", choices=sorted(CASES), help="cProfile one batch of this case (CPU) instead")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="device for --profile")
     parser.add_argument("--graph", action="store_true", help="--profile the CUDA graph replay (cuda_graph=True)")
@@ -207,7 +203,7 @@ def main(argv=None) -> int:
         print(f"GPU rows skipped: {why}")
     if args.json is not None:
         result = {
-            "commit": commit(),
+            "commit": args.commit or git_commit(),
             "python": platform.python_version(),
             "machine": platform.processor() or platform.machine(),
             "gpu": why if gpu else None,

@@ -321,11 +321,12 @@ BUFFER_WITH_WEIGHTS = False
 #: A 1024-thread cached block variant with no row buffer (not even one
 #: fits next to its weights) keeps as many of its weights (in order) as fit in
 #: shared memory, copied once per block, and its grid is persistent so that
-#: each block copies them once for many rows. A layer norm float32 of 32K
-#: columns on (1024, 8) keeps its first weight (128 KB) and reads the second
-#: from memory: 0.84 / 0.88 of copy at 256 MB / 1 GB, against 0.73 / 0.75 with
-#: both weights from memory on a grid of a block a row (the staged variant
-#: ran at 0.72 / 0.75; bench/results/h200-sweeps.txt, sweep 11).
+#: each block copies them once for many rows (up to :data:`SHARED_WEIGHT_BYTES`).
+#: A layer norm float32 of 32K columns on (1024, 8) kept its first weight
+#: (128 KB) and read the second from memory: 0.84 / 0.88 of copy at 256 MB /
+#: 1 GB, against 0.73 / 0.75 with both weights from memory on a grid of a
+#: block a row (the staged variant ran at 0.72 / 0.75;
+#: bench/results/h200-sweeps.txt, sweep 11).
 SHARED_WEIGHTS_ALONE = True
 #: Most bytes of dynamic shared memory a block keeps its weights alone in
 #: (:data:`SHARED_WEIGHTS_ALONE`): past it, each kept weight keeps the

@@ -26,6 +26,21 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 ROW_LENGTHS = [8, 500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
 
 
+@pytest.fixture
+def cuda():
+    """Skips the test where there is no CUDA device."""
+    if not cuda_available():
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+
+
+@pytest.fixture
+def constants(cuda, monkeypatch):
+    """The monkeypatch a GPU test sets gpu_schedule constants with: kernels
+    compiled with them are kept out of the kernel cache (FUSER_CACHE=0)."""
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    return monkeypatch
+
+
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
 BENCH = load_bench("run")
 
@@ -64,23 +79,20 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_staged_rows_of_every_normalization(case, dtype, monkeypatch):
+def test_staged_rows_of_every_normalization(case, dtype, constants):
     """The staged variant forced on every fusion from rows of 4K columns (the
     register variants cut to 256 threads, the bytes-a-column floor off): it
     then stages bfloat16 rows and a softmax's, and takes rows that are short
     for it (most of a lane's slots outside the row)."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "BLOCK_CACHED", ((256, 4),))
-    monkeypatch.setattr(gpu_schedule, "SHARED_MIN_BYTES", 1)
+    constants.setattr(gpu_schedule, "BLOCK_CACHED", ((256, 4),))
+    constants.setattr(gpu_schedule, "SHARED_MIN_BYTES", 1)
     check_rows(case, dtype, "cuda", [4096, 4104, 8192, 16392, 32768, 65536])
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
+def test_blocks_that_take_many_rows_in_turn(case, dtype, constants):
     """A grid of 16 blocks (MAX_BLOCKS 2) for 203 rows: each block takes 12
     or 13 rows in turn, at the row lengths of every cached block variant.
     Their reductions write the warps' partial results in rounds that
@@ -88,18 +100,15 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, monkeypatch):
     has one reduction a row: its round is the row's parity). A float32
     layer norm of 32K columns (1024, 8) keeps its first weight in shared
     memory, copied once per block and waited for by each of its rows."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "MAX_BLOCKS", 2)
-    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "MAX_BLOCKS", 2)
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     check_rows(case, dtype, "cuda", [2048, 4096, 8192, 16384, 32768], rows=203)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype, budget", [("float32", 16 * 1024), ("bfloat16", 32 * 1024)])
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
-def test_rows_that_keep_part_of_their_weights(case, dtype, budget, monkeypatch):
+def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):
     """Weights kept alone in shared memory past SHARED_WEIGHT_BYTES (cut
     here to one slot a lane of a float32 weight, 16 KB; a bfloat16 layer
     norm keeps one of each of its two, an RMS norm two of its one): each
@@ -107,43 +116,34 @@ def test_rows_that_keep_part_of_their_weights(case, dtype, budget, monkeypatch):
     memory, at row lengths of the 1024-thread blocks from just past the
     kept columns, 16 blocks for 203 rows (the kept part copied once per
     block, read by each of its rows)."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
-    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     check_rows(case, dtype, "cuda", [16392, 20000, 32768], rows=203)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
-def test_rows_in_buffers_next_to_their_weights(case, monkeypatch):
+def test_rows_in_buffers_next_to_their_weights(case, constants):
     """Row buffers next to the weights (gpu_schedule.BUFFER_WITH_WEIGHTS, off
     by default): bfloat16 rows of 16K-32K columns on 1024-thread blocks, a
     layer norm's with one buffer, an RMS norm's with two, 16 blocks for 203
     rows (each block turns its buffers over many times)."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "BUFFER_WITH_WEIGHTS", True)
-    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "BUFFER_WITH_WEIGHTS", True)
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     check_rows(case, "bfloat16", "cuda", [16392, 32768], rows=203)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
+def test_buffered_rows_of_two_inputs_one_read_last(dtype, constants):
     """A softmax of ``x`` times a second full-size input ``y`` that only the
     last pass reads, after the row's first reduction, when ``x``'s buffer is
     already being refilled with a later row: ``x`` arrives in the row
     buffers (gpu_schedule.BUFFER_NEXT_ROW), ``y`` must be read from memory.
     On 1024-thread blocks of 2 slots (3 buffers of ``x`` fit), 16 blocks for
     203 rows, so each block turns its buffers over 4 times."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "BLOCK_CACHED", ((1024, 2),))
-    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "BLOCK_CACHED", ((1024, 2),))
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
     kind = {"float32": DataType.Float, "bfloat16": DataType.BFloat16}[dtype]
@@ -162,17 +162,14 @@ def test_buffered_rows_of_two_inputs_one_read_last(dtype, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_rows_of_a_bfloat16_input_among_float32_ones(monkeypatch):
+def test_rows_of_a_bfloat16_input_among_float32_ones(constants):
     """A layer norm of a bfloat16 x with float32 weights and output: vectors
     of 4 columns, so x's rows (8 bytes a vector) need not start or end on
     16 bytes, and x is neither prefetched nor copied in bulk. Rows of every
     block scheme, some not a multiple of 8 columns, 16 blocks for 40 rows
     (each block takes rows in turn)."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "MAX_BLOCKS", 2)
-    monkeypatch.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "MAX_BLOCKS", 2)
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     with FusionDefinition(name="layer_norm_mixed") as fd:
         x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
@@ -227,16 +224,13 @@ def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cuda_graph", [False, True])
-def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph, monkeypatch):
+def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph, constants):
     """A staged launch takes its shared memory from a formula of the row
     length (float32 RMS norm rows of 16K-32K columns, staged by the register
     rule alone: REGISTER_ROOM 1): the cache-hit launch and a CUDA graph's
     node (whose launches are traced once per shape) must pass it too, for
     each row length."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels compiled with these constants are not cached
-    monkeypatch.setattr(gpu_schedule, "REGISTER_ROOM", 1)
+    constants.setattr(gpu_schedule, "REGISTER_ROOM", 1)
     fd = bench_fusion("rms_norm", "float32")
     for cols in (20000, 32768, 20000):
         x, w = RNG.standard_normal((5, cols)).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
@@ -248,13 +242,11 @@ def test_staged_rows_run_from_the_hit_path_and_a_graph(cuda_graph, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", list(CASES))
-def test_rows_of_no_columns(case):
+def test_rows_of_no_columns(case, cuda):
     """Three rows of no columns: the vector variants, whose loads are clamped
     into the row (gpu_schedule.CLAMPED_LOADS), take rows of at least one
     vector, so these run the scalar variant, which loads nothing: the call
     returns the empty output and no launch faults."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
     _, weights = CASES[case]
     inputs = [np.zeros((3, 0), np.float32)] + [np.zeros(0, np.float32)] * weights
     (got,) = FusionExecutorCache(bench_fusion(case, "float32")).run([to_device(a, "cuda") for a in inputs])

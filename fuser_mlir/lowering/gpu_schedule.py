@@ -2145,10 +2145,11 @@ class _SegmentScheduler:
             shared = 0
             if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
-                shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
                 if group.weight_slots:  # weights alone, each its row's first columns (_RowBuffer.weight_span)
                     padded = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
                     shared = ["mul", ["min", padded, ["const", group.weight_columns(vector_lanes)]], ["const", per_column]]
+                else:
+                    shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,

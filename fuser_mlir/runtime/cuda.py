@@ -581,8 +581,9 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
             tensor = torch.empty(shape, dtype=dtypes[dtype], device=where)
             return tensor if raw else arrays.device_view(tensor)
 
-        if raw:  # what generated replays call in its place: torch.empty(shape, dtype=, device=)
-            allocate.torch_empty = (torch.empty, where, lambda dtype: arrays.torch_dtype(numpy_dtype(dtype)))
+        if raw:  # what generated replays call in its place: torch.empty_strided(shape, strides, dtype=, device=)
+            # (the same C-contiguous tensor as torch.empty's: 1.7 us of CPU against 2.8 for a shape tuple on the H200 host)
+            allocate.torch_empty = (torch.empty_strided, where, lambda dtype: arrays.torch_dtype(numpy_dtype(dtype)))
         return allocate
 
     def allocate(shape, dtype):

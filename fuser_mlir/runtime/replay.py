@@ -21,7 +21,7 @@ statements, constants inlined, no loops or dispatch):
 
 ``plain_replay``
     per call: allocates the new outputs and one arena for the intermediates
-    and temporaries (one ``torch.empty`` when torch is in play, else one
+    and temporaries (one ``torch.empty_strided`` when torch is in play, else one
     stream-ordered DeviceArray; buffers at 256-byte aligned offsets, and
     buffers whose lifetimes do not meet share bytes, so the arena is about
     the plan's largest live set), writes the pointer cells and scalar slots
@@ -429,16 +429,18 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
 
 def _allocation(w: _Writer, allocate, shape: tuple, dtype: str) -> str:
     """The expression allocating a new buffer: the runtime's torch
-    allocations as a direct ``torch.empty`` call (see cuda._allocator), any
-    other allocator called as ``allocate(shape, dtype)``."""
+    allocations as a direct ``torch.empty_strided`` call with the C-contiguous
+    strides written out (see cuda._allocator), any other allocator called as
+    ``allocate(shape, dtype)``."""
     inline = getattr(allocate, "torch_empty", None)
     if inline is None:
         w.constant("allocate", allocate)
         return f"allocate({shape!r}, {dtype!r})"
-    empty, where, torch_dtype = inline
-    w.constant("empty", empty)
+    empty_strided, where, torch_dtype = inline
+    w.constant("empty_strided", empty_strided)
     w.constant("DEVICE", where)
-    return f"empty({shape!r}, dtype={w.constant(f'T_{dtype}', torch_dtype(dtype))}, device=DEVICE)"
+    strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+    return f"empty_strided({shape!r}, {strides!r}, dtype={w.constant(f'T_{dtype}', torch_dtype(dtype))}, device=DEVICE)"
 
 
 def _write_cells(w: _Writer, trace: Trace, sources, indent: int) -> None:

@@ -97,6 +97,8 @@ def test_new_outputs_are_fresh_tensors_every_call(cuda_graph):
     outs = [fd.execute([x, y], cuda_graph=cuda_graph)[0] for _ in range(4)]
     assert len({o.data_ptr() for o in outs}) == 4  # all alive at once: four buffers
     for out in outs:
+        # what torch.empty gives (the replays allocate with torch.empty_strided)
+        assert out.is_contiguous() and out.stride() == (COLS, 1) and out.dtype == torch.float32 and out.device == x.device
         check(out, x_host, y_host)
 
 

@@ -32,7 +32,7 @@ persistent rows (a whole segment)
     registers, with one barrier: :func:`_block_reduce`) and stays in a
     register for the rest of the row, as does every value computed per row (their temporaries are
     not even allocated). Rows of up to :data:`WARP_CACHED` 16-byte slots
-    per lane of a warp (float32: 1024 columns), or of blocks of 256 to 1024 threads holding a
+    per lane of a warp (float32: 1024 columns), or of blocks of 128 to 1024 threads holding a
     few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
@@ -196,8 +196,9 @@ BLOCK_CACHED = ((256, 2), (256, 4), (512, 4), (512, 8), (1024, 4), (1024, 8))
 #: 8K columns needs 93 registers, one block per SM, without the cap. 256-thread
 #: blocks fit two at any register count; 1024-thread blocks, one.
 BLOCK_MIN_PER_SM = 2
-#: Registers a thread of a 256-thread cached block variant may take
-#: (``.maxnreg``: three blocks an SM) where its row values take more than
+#: Where :data:`HALVE_CAPPED_BLOCKS` is off: registers a thread of a
+#: 256-thread cached block variant may take (``.maxnreg``: three blocks an
+#: SM) where its row values take more than
 #: :data:`BLOCK_CAPPED_ABOVE` registers a lane (``row_registers``). A layer
 #: norm bfloat16 of 8K columns (48) took 96 registers (two blocks) and ran at
 #: 0.62 of copy; capped, it spills 40 bytes and runs at 0.74. The directive
@@ -207,6 +208,18 @@ BLOCK_MIN_PER_SM = 2
 #: with ``.maxntid`` and ``.minnctapersm``: see :meth:`_Kernel.finish`.)
 BLOCK_MAX_REGISTERS = 80
 BLOCK_CAPPED_ABOVE = 40
+#: Such a variant (256 threads, row values of more than
+#: :data:`BLOCK_CAPPED_ABOVE` registers a lane) runs instead as 128 threads of
+#: twice the slots, uncapped: the same row a block, but the SM's registers
+#: are shared out in smaller blocks, so more rows are in flight (a layer norm
+#: bfloat16 of 8K columns: 4 blocks of 128 threads at 128 registers against 3
+#: of 256 at 72). On the H200 (back to back, two runs, 256 MB / 1 GB): layer
+#: norm bfloat16 of 8K columns 0.89 / 0.91 of copy -> 0.93 / 0.93, of 6000
+#: columns 0.78 / 0.80 -> 0.86 / 0.86. Not for rows of fewer values (not
+#: capped): an RMS norm bfloat16 of 8K columns (40 a lane) ran at 0.95 /
+#: 0.93-0.94 on (256, 4) and 0.90 / 0.95 on (128, 8), a softmax (32) within
+#: 0.01 (bench/results/h200-sweeps.txt, sweep 14).
+HALVE_CAPPED_BLOCKS = True
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536
 #: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
@@ -1949,6 +1962,8 @@ class _SegmentScheduler:
                 continue
             capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
             cap = BLOCK_MAX_REGISTERS if capped else 0
+            if capped and HALVE_CAPPED_BLOCKS:  # the same row on half the threads, uncapped
+                threads, columns, cap = threads // 2, columns * 2, 0
             buffered, shared_weights, weight_slots = 0, 0, 0
             row_bytes, weight_sizes = buffered_bytes
             weight_bytes = sum(weight_sizes)

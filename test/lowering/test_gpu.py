@@ -445,14 +445,16 @@ def test_every_bench_fusion_compiles_for_each_target_family():
     assert v90 == "8.0" and tuple(map(int, v100.split("."))) >= (8, 6)
 
 
-def test_row_variants_that_rows_fill_and_register_caps():
+@pytest.mark.parametrize("halve", [True, False], ids=["halved", "capped"])
+def test_row_variants_that_rows_fill_and_register_caps(monkeypatch, halve):
     """Rows take the variant whose lanes' slots they fill: bfloat16 rows of 1K
     and 2K columns a warp of 4 and of 8 slots, rows of 4K a 256-thread block
-    of 2 slots, 8K one of 4. Only a 256-thread cached block whose row values
-    need many registers (a layer norm's x, weight and bias: 48 a lane) is
-    capped at 80 registers; a softmax's (32) is not (the directive alone
-    changes ptxas's code)."""
-
+    of 2 slots, 8K one of 4. A 256-thread cached block whose row values need
+    many registers (a layer norm's x, weight and bias: 48 a lane) runs as 128
+    threads of 8 slots, declared to ptxas and uncapped (HALVE_CAPPED_BLOCKS),
+    or with that off is capped at 80 registers; a softmax's (32) is neither
+    (the directive alone changes ptxas's code)."""
+    monkeypatch.setattr(gpu_schedule, "HALVE_CAPPED_BLOCKS", halve)
     for build, inputs, capped in [(softmax_bf16, 1, False), (layer_norm_bf16, 3, True)]:
         context, module = outlined(build())
         with context, ir.Location.unknown():
@@ -466,8 +468,14 @@ def test_row_variants_that_rows_fill_and_register_caps():
             chosen[cols] = launch
         assert [chosen[c].grid[0][1][2][1] for c in (1024, 2048, 4096, 8192)] == [8, 8, 1, 1]  # rows per block: warps, then blocks
         assert len({launch.kernel for launch in chosen.values()}) == 4
+        halved = capped and halve
+        assert [chosen[c].block[0] for c in (4096, 8192)] == [256, 128 if halved else 256]
+        vectors = len(re.findall(r"memref\.load .*memref<\?xvector<8xbf16>>", kernel_text(text, chosen[8192].kernel)))
+        assert vectors == (8 if halved else 4) * (3 if capped else 1)  # each slot of the row (and of each weight) loaded once
         for cols, launch in chosen.items():
-            assert ("nvvm.maxnreg = 80" in kernel_text(text, launch.kernel)) == (capped and cols == 8192)
+            kernel = kernel_text(text, launch.kernel)
+            assert ("nvvm.maxnreg = 80" in kernel) == (capped and not halve and cols == 8192)
+            assert ("nvvm.maxntid = array<i32: 128, 1, 1>" in kernel) == (halved and cols == 8192)
 
 
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):

@@ -432,7 +432,7 @@ def _allocation(w: _Writer, allocate, shape: tuple, dtype: str) -> str:
     allocations as a direct ``torch.empty_strided`` call with the C-contiguous
     strides written out (see cuda._allocator), any other allocator called as
     ``allocate(shape, dtype)``."""
-    inline = getattr(allocate, "torch_empty", None)
+    inline = getattr(allocate, "torch_empty_strided", None)
     if inline is None:
         w.constant("allocate", allocate)
         return f"allocate({shape!r}, {dtype!r})"

@@ -1960,10 +1960,11 @@ class _SegmentScheduler:
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
             if threads * columns <= below or words > allowed * REGISTER_ROOM:
                 continue
-            capped = threads == THREADS and values > BLOCK_CAPPED_ABOVE
-            cap = BLOCK_MAX_REGISTERS if capped else 0
+            capped, cap = threads == THREADS and values > BLOCK_CAPPED_ABOVE, 0
             if capped and HALVE_CAPPED_BLOCKS:  # the same row on half the threads, uncapped
-                threads, columns, cap = threads // 2, columns * 2, 0
+                threads, columns = threads // 2, columns * 2
+            elif capped:
+                cap = BLOCK_MAX_REGISTERS
             buffered, shared_weights, weight_slots = 0, 0, 0
             row_bytes, weight_sizes = buffered_bytes
             weight_bytes = sum(weight_sizes)
@@ -2160,11 +2161,10 @@ class _SegmentScheduler:
             shared = 0
             if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
+                columns = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
                 if group.weight_slots:  # weights alone, each its row's first columns (_RowBuffer.weight_span)
-                    padded = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
-                    shared = ["mul", ["min", padded, ["const", group.weight_columns(vector_lanes)]], ["const", per_column]]
-                else:
-                    shared = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD * per_column]])
+                    columns = ["min", columns, ["const", group.weight_columns(vector_lanes)]]
+                shared = ["mul", columns, ["const", per_column]]
             k.finish(
                 group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,

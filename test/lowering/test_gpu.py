@@ -524,6 +524,69 @@ def test_kernels_fuse_multiplies_into_adds_unless_told_not_to(monkeypatch, contr
     assert "arith.addf %0, %arg1 fastmath<reassoc,contract>" in str(marked)
 
 
+@pytest.mark.parametrize("words", [True, False])
+def test_bfloat16_columns_widen_by_bit_operations_on_their_words(monkeypatch, words):
+    """WIDEN_BFLOAT16_WORDS: a bfloat16 layer norm's loaded columns (x, weight
+    and bias, 16-byte vectors) widen to float32 by a shift or a mask of the
+    32-bit word holding them, not by cvt.f32.bf16 of a 16-bit half (which
+    ptxas issues as two instructions for a high half)."""
+    needs_libdevice()
+    monkeypatch.setattr(gpu, "WIDEN_BFLOAT16_WORDS", words)
+    context, module = outlined(layer_norm_bf16())
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
+    entries = re.split(r"(?=\.visible \.entry)", program.ptx)[1:]
+    vector_kernels = [e for e in entries if "ld.global.v4" in e]
+    assert vector_kernels
+    for entry in vector_kernels:
+        masks = len(re.findall(r"\band\.b32\s+%r\d+, %r\d+, -65536;", entry))
+        shifts = len(re.findall(r"\bshl\.b32\s+%r\d+, %r\d+, 16;", entry))
+        converts = len(re.findall(r"\bcvt\.f32\.bf16\b", entry))
+        assert (masks > 0, shifts > 0, converts > 0) == (words, words, not words), (masks, shifts, converts)
+
+
+def test_widened_bfloat16_words_give_the_float32_of_every_bfloat16():
+    """widen_bfloat16's rewrite is exact: run on the CPU over all 65536
+    bfloat16 bit patterns (NaNs, infinities, subnormals and -0 among them),
+    each vector element widens to the float32 whose high half it is."""
+    import ctypes
+
+    import numpy as np
+
+    from fuser_mlir._mlir import ExecutionEngine, get_ranked_memref_descriptor
+
+    widened = "\n".join(
+        f"    %e{j} = vector.extract %v[{j}] : bf16 from vector<8xbf16>\n"
+        f"    %f{j} = arith.extf %e{j} : bf16 to f32\n"
+        f"    %i{j} = arith.addi %i, %c{j} : index\n"
+        f"    memref.store %f{j}, %dst[%i{j}] : memref<65536xf32>"
+        for j in range(8)
+    )
+    constants = "\n".join(f"  %c{j} = arith.constant {j} : index" for j in range(8))
+    with make_context():
+        module = ir.Module.parse(
+            "func.func @widen(%src: memref<65536xbf16>, %dst: memref<65536xf32>) attributes {llvm.emit_c_interface} {\n"
+            f"{constants}\n  %c8 = arith.constant 8 : index\n  %n = arith.constant 65536 : index\n"
+            "  scf.for %i = %c0 to %n step %c8 {\n"
+            "    %v = vector.load %src[%i] : memref<65536xbf16>, vector<8xbf16>\n"
+            f"{widened}\n  }}\n  return\n}}"
+        )
+        gpu.widen_bfloat16(module)
+        assert "arith.extf" not in str(module) and str(module).count("vector.bitcast") == 8
+        run_pipeline(
+            module,
+            "builtin.module(convert-scf-to-cf, convert-vector-to-llvm, expand-strided-metadata, finalize-memref-to-llvm, "
+            "convert-arith-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, reconcile-unrealized-casts)",
+        )
+        engine = ExecutionEngine(module, opt_level=2)
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    out = np.full(65536, np.nan, dtype=np.float32)
+    src = get_ranked_memref_descriptor(bits)
+    dst = get_ranked_memref_descriptor(out)
+    engine.invoke("widen", ctypes.pointer(ctypes.pointer(src)), ctypes.pointer(ctypes.pointer(dst)))
+    assert np.array_equal(out.view(np.uint32), bits.astype(np.uint32) << 16)
+
+
 @pytest.mark.parametrize(
     "stderr, outcome",
     [

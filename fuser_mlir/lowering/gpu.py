@@ -133,9 +133,9 @@ def widen_bfloat16(module: ir.Module) -> None:
             if isinstance(source, ir.Operation) and source.name == "vector.extract" and len(source.operands) == 1:
                 vtype = source.operands[0].type
                 position = list(ir.DenseI64ArrayAttr(source.attributes["static_position"]))
-                if isinstance(vtype, ir.VectorType) and vtype.rank == 1 and vtype.shape[0] % 2 == 0:
-                    if isinstance(vtype.element_type, ir.BF16Type) and len(position) == 1:
-                        found.append((op, source.operands[0], position[0]))
+                pairs = isinstance(vtype, ir.VectorType) and vtype.rank == 1 and vtype.shape[0] % 2 == 0
+                if pairs and isinstance(vtype.element_type, ir.BF16Type):
+                    found.append((op, source.operands[0], position[0]))
         return ir.WalkResult.ADVANCE
 
     with module.context:

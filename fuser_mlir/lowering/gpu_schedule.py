@@ -635,27 +635,31 @@ def _index(value: int) -> ir.Value:
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
-#: Mark the division of a vector access's flat index by its lanes ``exact``
-#: (:func:`_vector_index`). Off: with it the row loop of a bfloat16 layer
-#: norm of 32K columns is 508 SASS instructions instead of 532, and the
-#: layer norm bfloat16 of 16K columns ran at 0.93 of copy against 0.90,
-#: but ptxas then scheduled the RMS norm float32 of 32K columns' loads
-#: differently (six, its first slots' arithmetic, two more) and it dropped
-#: from 0.89 to 0.83 (256 MB, back to back, two runs; sweep 15c).
-EXACT_VECTOR_INDEX = False
+#: Vectors of at least this many lanes (0: none) get their index's division
+#: by the lanes marked ``exact`` (:func:`_vector_index`): 8, bfloat16 and
+#: half vectors. The row loop of a bfloat16 layer norm of 32K columns is then
+#: 508 SASS instructions instead of 532, and on the H200 (256 MB, back to
+#: back, two runs) the layer norm bfloat16 of 16K columns ran at 0.93 of copy
+#: against 0.90, of 32K at 0.85 against 0.84, the other bfloat16 rows within
+#: 0.01. Float32 vectors (4 lanes) keep the plain division: with it ptxas
+#: scheduled the RMS norm float32 of 32K columns' loads differently (six,
+#: its first slots' arithmetic, then two more) and it dropped from 0.89 to
+#: 0.83 of copy, and a float32 layer norm of 32K columns spills 28 B instead
+#: of 24 (sweep 15d).
+EXACT_VECTOR_LANES = 8
 
 
 def _vector_index(flat: ir.Value, lanes: int) -> ir.Value:
     """The index of the ``lanes``-element vector starting at element
     ``flat``, which a vector variant only takes at a multiple of ``lanes``
     (its rows are multiples of ``lanes`` columns from an aligned start;
-    an index that were not would load the wrong vector). With
-    :data:`EXACT_VECTOR_INDEX` the division is marked ``exact``, so LLVM
-    takes the byte offset ``flat / lanes * vector bytes`` as ``flat *
-    element bytes`` instead of a shift and a mask for each slot (with it, a
-    float32 layer norm of 32K columns spills 28 B instead of 24)."""
+    an index that were not would load the wrong vector). For vectors of
+    :data:`EXACT_VECTOR_LANES` lanes or more the division is marked
+    ``exact``, so LLVM takes the byte offset ``flat / lanes * vector
+    bytes`` as ``flat * element bytes`` instead of a shift and a mask for
+    each slot."""
     quotient = arith.DivUIOp(flat, _index(lanes))
-    if EXACT_VECTOR_INDEX:
+    if EXACT_VECTOR_LANES and lanes >= EXACT_VECTOR_LANES:
         quotient.operation.attributes["isExact"] = ir.UnitAttr.get()
     return quotient.result
 

@@ -545,6 +545,20 @@ def test_bfloat16_columns_widen_by_bit_operations_on_their_words(monkeypatch, wo
         assert (masks > 0, shifts > 0, converts > 0) == (words, words, not words), (masks, shifts, converts)
 
 
+def test_bfloat16_vector_indices_divide_exactly_float32_ones_plainly():
+    """EXACT_VECTOR_LANES: the vector index of a bfloat16 row's 8-lane
+    accesses is an exact division (LLVM then drops the shift and mask), that
+    of a float32 row's 4-lane accesses a plain one."""
+    for build, inputs, exact in [(layer_norm_bf16, 3, True), (softmax_bf16, 1, True), (softmax_f32, 1, False)]:
+        context, module = outlined(build())
+        with context, ir.Location.unknown():
+            text = str(lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)}).module)
+        lanes = 8 if exact else 4
+        divisions = re.findall(rf"arith\.divui %\w+, %c{lanes}(\w*)( exact)? : index", text)
+        assert divisions, build.__name__
+        assert any(marked for _, marked in divisions) == exact, build.__name__
+
+
 def test_widened_bfloat16_words_give_the_float32_of_every_bfloat16():
     """widen_bfloat16's rewrite is exact: run on the CPU over all 65536
     bfloat16 bit patterns (NaNs, infinities, subnormals and -0 among them),

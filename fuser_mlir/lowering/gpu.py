@@ -111,7 +111,7 @@ def allow_contraction(module: ir.Module) -> None:
 #: selected 3.3 a cycle issued); this takes 48 of the 580 SASS instructions
 #: of its row loop away. On the H200, 256 MB / 1 GB, back to back: layer
 #: norm bfloat16 32K 0.82 -> 0.84 / 0.86 -> 0.87 of copy, 16K 0.87 -> 0.90 /
-#: 0.93 -> 0.95; the other bfloat16 rows within 0.01 (sweep 15b).
+#: 0.93 -> 0.95; the other bfloat16 rows within 0.01 (sweep 15c).
 WIDEN_BFLOAT16_WORDS = True
 
 

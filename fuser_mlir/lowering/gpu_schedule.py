@@ -645,7 +645,7 @@ def _index(value: int) -> ir.Value:
 #: scheduled the RMS norm float32 of 32K columns' loads differently (six,
 #: its first slots' arithmetic, then two more) and it dropped from 0.89 to
 #: 0.83 of copy, and a float32 layer norm of 32K columns spills 28 B instead
-#: of 24 (sweep 15d).
+#: of 24 (sweeps 15d and 15g).
 EXACT_VECTOR_LANES = 8
 
 

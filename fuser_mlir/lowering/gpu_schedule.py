@@ -1337,7 +1337,7 @@ class _RowBuffer:
         self.weight_regions, self.weight_bytes = self._regions(weights, 0)  # (operand, map text) -> (element, bytes a column before it)
         self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
         self.row_bytes = end - self.weight_bytes
-        self.bytes = (self.row_bytes, tuple(_element_bytes(ir.MemRefType(key[0].type).element_type) for key in weights))  # a column: a row buffer's, each weight's
+        self.bytes = (self.row_bytes, tuple(_element_bytes(element) for element, _ in self.weight_regions.values()))  # a column: a row buffer's, each weight's
         self.regions = {**self.weight_regions, **self.row_regions}
 
     @staticmethod
@@ -2008,7 +2008,7 @@ class _SegmentScheduler:
                 if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
                     shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
                     per_slot = threads * lanes * sum(weight_sizes[:shared_weights])  # bytes of a slot of every lane, each kept weight
-                    if per_slot * slots > SHARED_WEIGHT_BYTES:  # each keeps its lanes' first slots that fit
+                    if per_slot * (columns // lanes) > SHARED_WEIGHT_BYTES:  # each keeps its lanes' first slots that fit (of the block's, halved or not)
                         weight_slots = SHARED_WEIGHT_BYTES // per_slot
                         if not weight_slots:
                             shared_weights = 0

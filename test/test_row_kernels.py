@@ -122,6 +122,23 @@ def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("narrow, split", [(True, True), (True, False), (False, None)])
+@pytest.mark.parametrize("case", list(CASES))
+def test_cached_blocks_with_32_bit_and_64_bit_columns(case, narrow, split, constants):
+    """The cached block variants' column arithmetic (gpu_schedule.NARROW_COLUMNS)
+    each way a kernel can take it: slots in 32 bits with every vector index
+    split into the row's first vector and the column's (split), or the row
+    operands' kept 64-bit (the default of the float32 layer norms of 16K
+    and 32K columns), or all 64-bit (off). Float32 rows of every cached block
+    variant, some past a whole number of its slots (lanes clamp slots to
+    the row's last vector), 16 blocks for 203 rows."""
+    constants.setattr(gpu_schedule, "NARROW_COLUMNS", narrow)
+    constants.setattr(gpu_schedule, "NARROW_ROW_OPERANDS", split)
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    check_rows(case, "float32", "cuda", [2056, 4104, 8192, 16392, 20000, 32768], rows=203)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
 def test_rows_in_buffers_next_to_their_weights(case, constants):
     """Row buffers next to the weights (gpu_schedule.BUFFER_WITH_WEIGHTS, off

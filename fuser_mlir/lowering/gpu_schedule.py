@@ -361,7 +361,8 @@ SHARED_WEIGHT_BYTES = 64 * 1024
 #: LLVM does not hoist the slots' row-invariant addresses (a lane's columns, a
 #: weight's address per slot: 64-bit values) out of the row loop into
 #: registers held across it. A layer norm float32 on (1024, 8) spilled 160 B
-#: without, 16 B with (ptxas, sm_90), and ran at 0.64 of copy against 0.84.
+#: without, 16 B with (ptxas, sm_90), and ran at 0.64 of copy against 0.84
+#: (since :data:`NARROW_COLUMNS`: 72 B without, none with).
 #: Not in the staged and read-per-generic variants: the staged layer norm
 #: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
 OPAQUE_LANE = True
@@ -421,7 +422,8 @@ class _RowGroup:
     arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: how many of
     its weights (in order) it keeps in shared memory, ``weight_slots``: of
     each of them, the slots of each lane kept there where not all
-    (:data:`SHARED_WEIGHT_BYTES`)."""
+    (:data:`SHARED_WEIGHT_BYTES`); ``narrow_rows``: the row operands'
+    vector indices too are split (:data:`NARROW_COLUMNS`)."""
 
     kind: str
     when: list | None
@@ -433,6 +435,7 @@ class _RowGroup:
     buffered: int = 0  # row buffers its rows arrive in, rows ahead (:data:`BUFFER_NEXT_ROW`; 0: none)
     shared_weights: int = 0  # ... and its first weights, once (or alone: :data:`SHARED_WEIGHTS_ALONE`)
     weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`)
+    narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -647,6 +650,33 @@ def _index(value: int) -> ir.Value:
 #: 0.83 of copy, and a float32 layer norm of 32K columns spills 28 B instead
 #: of 24 (sweeps 15d and 15g).
 EXACT_VECTOR_LANES = 8
+#: The cached block variants compute a lane's columns, the test of a slot
+#: being inside the row and the clamp to the row's last vector in 32-bit
+#: arithmetic (their rows are at most a block's slots long, as their launch
+#: condition says), and a weight's vector index (an operand that varies
+#: along the row alone) as the column's vector, widened: ptxas then forms
+#: the address with one wide multiply-add instead of 64-bit compares,
+#: selects, adds and shifts. The operands that vary along rows too get
+#: their vector index as the row's first vector (64-bit, once a row) plus
+#: the column's (32-bit), but only where the row's values leave registers
+#: for those row addresses, live across the row (``words`` below
+#: :data:`REGISTER_ROOM` times the rule's allowance, see
+#: :data:`BLOCK_CACHED`): a layer norm float32 (40 words of 40) spilled 28
+#: B on (1024, 8) with them (20 B without this, 0 B with the weights' alone)
+#: and 20 B on (512, 8) (20 B, 0 B). Row loop of the layer norm float32 of
+#: 32K columns 628 -> 581 SASS instructions, RMS norm float32 474 -> 377.
+#: On the H200 (256 MB / 1 GB, back to back; off -> on): layer norm float32
+#: 32K 0.82-0.83 / 0.85 of copy -> 0.86 / 0.89 (row operands split too:
+#: 0.80-0.81 / 0.83), 16K 0.90-0.91 -> 0.94-0.95 (split too: 0.90), RMS norm
+#: float32 32K 0.89-0.90 / 0.92 -> 0.90 / 0.93 (row operands 64-bit: 0.85-0.86
+#: / 0.90), softmax float32 32K 0.92 -> 0.94, layer norm bfloat16 16K
+#: 0.92 -> 0.94, float32 8K 0.95 -> 0.96-0.97, the other rows within 0.01
+#: (bench/results/h200-sweeps.txt, sweep 16).
+NARROW_COLUMNS = True
+#: Whether the row operands' vector indices are split as well: None, where
+#: the row's values leave the room (see :data:`NARROW_COLUMNS`); True or
+#: False, in every cached block variant (tests, sweeps).
+NARROW_ROW_OPERANDS = None
 
 
 def _vector_index(flat: ir.Value, lanes: int) -> ir.Value:
@@ -1071,6 +1101,7 @@ class _Slot:
     inside: ir.Value
     ivs: list
     safe: ir.Value | None = None  # with CLAMPED_LOADS: the column loaded, ``col`` inside the row, else the row's last vector
+    narrow: tuple | None = None  # with NARROW_COLUMNS: (col, safe) as 32-bit integers
 
 
 class _RowWalk:
@@ -1107,6 +1138,7 @@ class _RowWalk:
         self.reductions = 0  # group reductions of the row so far
         self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
         self.after_first_reduction = None  # a buffered variant's _RowBuffer.release
+        self.narrow_rows = False  # see _RowGroup.narrow_rows
 
     def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None, span: ir.Value | None = None, slots: int = 0) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
@@ -1147,6 +1179,8 @@ class _RowWalk:
     def slots(self, base: ir.Value, count: int) -> list[_Slot]:
         """The lane's ``count`` slots of the chunk from column ``base``: slot
         ``j`` starts at ``base + (lane + j * width) * lanes``."""
+        if NARROW_COLUMNS and self.clamped:
+            return self._narrow_slots(base, count)
         first = arith.AddIOp(base, _scaled(self.lane, self.lanes)).result
         stride = _scaled(self.width, self.lanes)
         last = arith.SubIOp(self.cols, _index(self.lanes)).result if self.clamped else None
@@ -1158,6 +1192,52 @@ class _RowWalk:
             safe = arith.SelectOp(inside, col, last).result if self.clamped else None
             slots.append(_Slot(j, col, inside, self.row_ivs + columns, safe))
         return slots
+
+    def _narrow_slots(self, base: ir.Value, count: int) -> list[_Slot]:
+        """:meth:`slots` with their columns computed in 32 bits (:data:`NARROW_COLUMNS`)."""
+        i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
+
+        def word(value: ir.Value) -> ir.Value:
+            return arith.IndexCastOp(i32, value).result
+
+        def scaled(value: ir.Value, factor: int) -> ir.Value:
+            return value if factor == 1 else arith.MulIOp(value, arith.ConstantOp(i32, factor).result).result
+
+        cols = word(self.cols)
+        first = arith.AddIOp(word(base), scaled(word(self.lane), self.lanes)).result
+        stride = scaled(word(self.width), self.lanes)
+        last = arith.SubIOp(cols, arith.ConstantOp(i32, self.lanes).result).result
+        slots = []
+        for j in range(count):
+            col = first if j == 0 else arith.AddIOp(first, scaled(stride, j)).result
+            inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result
+            safe = arith.SelectOp(inside, col, last).result
+            wide = arith.IndexCastUIOp(index, col).result
+            slots.append(_Slot(j, wide, inside, self.row_ivs + [wide], arith.IndexCastUIOp(index, safe).result, (col, safe)))
+        return slots
+
+    def vector_index(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot, column: ir.Value) -> ir.Value:
+        """The index of the vector of ``operand`` (read through ``amap``) at
+        ``ivs`` with its column replaced by ``column`` (one of the slot's):
+        with :data:`NARROW_COLUMNS`, where the map ends with the row's column
+        dim, the row's first vector plus the column's, the latter in 32 bits
+        (for operands that vary along rows, only with :attr:`narrow_rows`)."""
+        k, lanes = self.k, self.lanes
+        n = len(ivs)
+        results = list(amap.results)
+        last = results[-1] if results else None
+        split = isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == n - 1
+        if split and not self.narrow_rows:  # a weight's only (its row part is 0)
+            split = not any(_uses_dim(amap, d) for d in range(n - len(self.row_sizes)))
+        if slot.narrow is None or not split:
+            return _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [column])), lanes)
+        narrow = slot.narrow[0] if column is slot.col else slot.narrow[1]
+        row = _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [k.zero])), lanes)
+        i32 = ir.IntegerType.get_signless(32)
+        part = arith.DivUIOp(narrow, arith.ConstantOp(i32, lanes).result)
+        if EXACT_VECTOR_LANES and lanes >= EXACT_VECTOR_LANES:
+            part.operation.attributes["isExact"] = ir.UnitAttr.get()
+        return arith.AddIOp(row, arith.IndexCastUIOp(ir.IndexType.get(), part.result).result).result
 
     def chunk(self) -> tuple[ir.Value, int]:
         """(columns per chunk of the whole group, slots per lane) of a loop
@@ -1202,8 +1282,7 @@ class _RowWalk:
         if staged is not None and key in self.filled and self.holds(key, slot):
             view, index = staged, self.staged_index(col)
         else:
-            flat = k.linear_index(operand, k.indices(amap, ivs if slot.safe is None else ivs[:-1] + [col]))
-            view, index = k.view_argument(operand, lanes), _vector_index(flat, lanes)
+            view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, ivs, slot, col)
         if slot.safe is not None:
             loaded = memref.LoadOp(view, [index]).result
         else:
@@ -1295,10 +1374,9 @@ class _RowWalk:
             if lanes == 1:
                 stores.append((values[0], k.value(output), k.indices(amap, ivs)))
                 continue
-            flat = k.linear_index(output, k.indices(amap, ivs))
             element = ir.MemRefType(output.type).element_type
             packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result
-            stores.append((packed, k.view_argument(output, lanes), [_vector_index(flat, lanes)]))
+            stores.append((packed, k.view_argument(output, lanes), [self.vector_index(output, amap, ivs, slot, slot.col)]))
         if not stores:
             return
         branch = scf.IfOp(slot.inside)
@@ -2016,6 +2094,7 @@ class _SegmentScheduler:
                 _RowGroup(
                     "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
                     shared_weights=shared_weights, weight_slots=weight_slots,
+                    narrow_rows=words < allowed * REGISTER_ROOM if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
             below = threads * columns
@@ -2164,6 +2243,7 @@ class _SegmentScheduler:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
                     clamped = CLAMPED_LOADS and group.cached and group.kind == "block"
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
+                    walk.narrow_rows = group.narrow_rows
                     if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:

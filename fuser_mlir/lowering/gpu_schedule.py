@@ -101,7 +101,7 @@ kernel of its own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, gpu, ir, llvm, math, memref, nvvm, scf, vector
 from fuser_mlir.errors import CompileError

@@ -1216,13 +1216,13 @@ class _RowWalk:
             slots.append(_Slot(j, wide, inside, self.row_ivs + [wide], arith.IndexCastUIOp(index, safe).result, (col, safe)))
         return slots
 
-    def vector_index(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot, column: ir.Value) -> ir.Value:
+    def vector_index(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot, safe: bool) -> ir.Value:
         """The index of the vector of ``operand`` (read through ``amap``) at
-        ``ivs`` with its column replaced by ``column`` (one of the slot's):
+        the slot, or with ``safe`` at its clamped column (:data:`CLAMPED_LOADS`):
         with :data:`NARROW_COLUMNS`, where the map ends with the row's column
         dim, the row's first vector plus the column's, the latter in 32 bits
         (for operands that vary along rows, only with :attr:`narrow_rows`)."""
-        k, lanes = self.k, self.lanes
+        k, lanes, ivs = self.k, self.lanes, slot.ivs
         n = len(ivs)
         results = list(amap.results)
         last = results[-1] if results else None
@@ -1230,8 +1230,8 @@ class _RowWalk:
         if split and not self.narrow_rows:  # a weight's only (its row part is 0)
             split = not any(_uses_dim(amap, d) for d in range(n - len(self.row_sizes)))
         if slot.narrow is None or not split:
-            return _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [column])), lanes)
-        narrow = slot.narrow[0] if column is slot.col else slot.narrow[1]
+            return _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [slot.safe] if safe else ivs)), lanes)
+        narrow = slot.narrow[1] if safe else slot.narrow[0]
         row = _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [k.zero])), lanes)
         i32 = ir.IntegerType.get_signless(32)
         part = arith.DivUIOp(narrow, arith.ConstantOp(i32, lanes).result)
@@ -1282,7 +1282,7 @@ class _RowWalk:
         if staged is not None and key in self.filled and self.holds(key, slot):
             view, index = staged, self.staged_index(col)
         else:
-            view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, ivs, slot, col)
+            view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
         if slot.safe is not None:
             loaded = memref.LoadOp(view, [index]).result
         else:
@@ -1376,7 +1376,7 @@ class _RowWalk:
                 continue
             element = ir.MemRefType(output.type).element_type
             packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result
-            stores.append((packed, k.view_argument(output, lanes), [self.vector_index(output, amap, ivs, slot, slot.col)]))
+            stores.append((packed, k.view_argument(output, lanes), [self.vector_index(output, amap, slot, False)]))
         if not stores:
             return
         branch = scf.IfOp(slot.inside)

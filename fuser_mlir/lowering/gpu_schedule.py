@@ -531,7 +531,8 @@ def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str], span: int =
 
 
 def _scaled(value: ir.Value, factor: int) -> ir.Value:
-    return value if factor == 1 else arith.MulIOp(value, _index(factor)).result
+    """``value * factor`` (an index or integer value)."""
+    return value if factor == 1 else arith.MulIOp(value, arith.ConstantOp(value.type, factor).result).result
 
 
 def _both(a: list | None, b: list | None) -> list | None:
@@ -688,7 +689,7 @@ def _vector_index(flat: ir.Value, lanes: int) -> ir.Value:
     ``exact``, so LLVM takes the byte offset ``flat / lanes * vector
     bytes`` as ``flat * element bytes`` instead of a shift and a mask for
     each slot."""
-    quotient = arith.DivUIOp(flat, _index(lanes))
+    quotient = arith.DivUIOp(flat, arith.ConstantOp(flat.type, lanes).result)
     if EXACT_VECTOR_LANES and lanes >= EXACT_VECTOR_LANES:
         quotient.operation.attributes["isExact"] = ir.UnitAttr.get()
     return quotient.result
@@ -1178,42 +1179,30 @@ class _RowWalk:
 
     def slots(self, base: ir.Value, count: int) -> list[_Slot]:
         """The lane's ``count`` slots of the chunk from column ``base``: slot
-        ``j`` starts at ``base + (lane + j * width) * lanes``."""
-        if NARROW_COLUMNS and self.clamped:
-            return self._narrow_slots(base, count)
-        first = arith.AddIOp(base, _scaled(self.lane, self.lanes)).result
-        stride = _scaled(self.width, self.lanes)
-        last = arith.SubIOp(self.cols, _index(self.lanes)).result if self.clamped else None
-        slots = []
-        for j in range(count):
-            col = first if j == 0 else arith.AddIOp(first, arith.MulIOp(stride, _index(j)).result).result
-            inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, self.cols).result
-            columns = [col] if len(self.row_sizes) == 1 else self.k.delinearize(col, self.row_sizes)
-            safe = arith.SelectOp(inside, col, last).result if self.clamped else None
-            slots.append(_Slot(j, col, inside, self.row_ivs + columns, safe))
-        return slots
-
-    def _narrow_slots(self, base: ir.Value, count: int) -> list[_Slot]:
-        """:meth:`slots` with their columns computed in 32 bits (:data:`NARROW_COLUMNS`)."""
-        i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
+        ``j`` starts at ``base + (lane + j * width) * lanes``; computed in 32
+        bits where the loads are clamped (:data:`NARROW_COLUMNS`)."""
+        narrow = NARROW_COLUMNS and self.clamped
+        index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
 
         def word(value: ir.Value) -> ir.Value:
-            return arith.IndexCastOp(i32, value).result
+            return arith.IndexCastOp(i32, value).result if narrow else value
 
-        def scaled(value: ir.Value, factor: int) -> ir.Value:
-            return value if factor == 1 else arith.MulIOp(value, arith.ConstantOp(i32, factor).result).result
+        def wide(value: ir.Value) -> ir.Value:
+            return arith.IndexCastUIOp(index, value).result if narrow else value
 
         cols = word(self.cols)
-        first = arith.AddIOp(word(base), scaled(word(self.lane), self.lanes)).result
-        stride = scaled(word(self.width), self.lanes)
-        last = arith.SubIOp(cols, arith.ConstantOp(i32, self.lanes).result).result
+        first = arith.AddIOp(word(base), _scaled(word(self.lane), self.lanes)).result
+        stride = _scaled(word(self.width), self.lanes)
+        last = arith.SubIOp(cols, arith.ConstantOp(cols.type, self.lanes).result).result if self.clamped else None
         slots = []
         for j in range(count):
-            col = first if j == 0 else arith.AddIOp(first, scaled(stride, j)).result
+            col = first if j == 0 else arith.AddIOp(first, _scaled(stride, j)).result
             inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result
-            safe = arith.SelectOp(inside, col, last).result
-            wide = arith.IndexCastUIOp(index, col).result
-            slots.append(_Slot(j, wide, inside, self.row_ivs + [wide], arith.IndexCastUIOp(index, safe).result, (col, safe)))
+            safe = arith.SelectOp(inside, col, last).result if self.clamped else None
+            column = wide(col)  # as an index
+            columns = [column] if len(self.row_sizes) == 1 else self.k.delinearize(column, self.row_sizes)
+            safe_index = wide(safe) if safe is not None else None
+            slots.append(_Slot(j, column, inside, self.row_ivs + columns, safe_index, (col, safe) if narrow else None))
         return slots
 
     def vector_index(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot, safe: bool) -> ir.Value:
@@ -1233,11 +1222,7 @@ class _RowWalk:
             return _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [slot.safe] if safe else ivs)), lanes)
         narrow = slot.narrow[1] if safe else slot.narrow[0]
         row = _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [k.zero])), lanes)
-        i32 = ir.IntegerType.get_signless(32)
-        part = arith.DivUIOp(narrow, arith.ConstantOp(i32, lanes).result)
-        if EXACT_VECTOR_LANES and lanes >= EXACT_VECTOR_LANES:
-            part.operation.attributes["isExact"] = ir.UnitAttr.get()
-        return arith.AddIOp(row, arith.IndexCastUIOp(ir.IndexType.get(), part.result).result).result
+        return arith.AddIOp(row, arith.IndexCastUIOp(ir.IndexType.get(), _vector_index(narrow, lanes)).result).result
 
     def chunk(self) -> tuple[ir.Value, int]:
         """(columns per chunk of the whole group, slots per lane) of a loop

@@ -76,6 +76,23 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
     check_rows(case, dtype, device, ROW_LENGTHS)
 
 
+@pytest.mark.parametrize("cols", [512, 4096, 32768, 65544])
+def test_row_sums_of_signed_zeros_are_positive_zero(cols, device):
+    """A row sum starts from its fill, +0.0, so rows of -0.0 sum to +0.0 as
+    in NumPy (each lane's partial sum starts from the fill, which is what
+    makes the sum's sign of zero the fill's): rows of -0.0, of signed zeros
+    mixed, and of random values, at lengths of the two kernels a row sum
+    takes (warps, and blocks looping over the row)."""
+    with FusionDefinition(name="row_sum") as fd:
+        fd.add_output(fd.ops.sum(fd.define_tensor(shape=[-1, -1], dtype=DataType.Float), dims=[1]))
+    x = np.full((6, cols), -0.0, np.float32)
+    x[2:4] = np.where(RNG.random((2, cols)) < 0.5, -0.0, 0.0)
+    x[4:] = RNG.standard_normal((2, cols))
+    expected = x.astype(np.float64).sum(axis=1)
+    got = run_checked(FusionExecutorCache(fd), [x], expected, np.float32, device, (1e-5, 1e-5), np.sqrt(cols), f"{cols} columns")
+    assert not np.signbit(got[:4]).any(), got[:4]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
@@ -225,7 +242,8 @@ def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what
     """Run ``fec`` on host ``inputs`` (moved to ``device``) into an output
     of ``out_dtype`` poisoned with NaN; check it against the float64
     ``expected`` (both divided by ``scale``) and the inputs unchanged.
-    ``ptx``: text the compiled kernels' PTX must hold."""
+    ``ptx``: text the compiled kernels' PTX must hold. Returns the output
+    on the host."""
     before = [a.copy() for a in inputs]
     out = to_device(np.full(expected.shape, np.nan, out_dtype), device)
     arguments = [to_device(a, device) for a in inputs]
@@ -237,6 +255,7 @@ def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what
     np.testing.assert_allclose(to_host(got).astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=what)
     for array, original in zip(inputs, before):
         np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
+    return to_host(got)
 
 
 @pytest.mark.gpu

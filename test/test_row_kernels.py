@@ -251,11 +251,12 @@ def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what
         compiled, _, _ = fec.compiled_for(arguments, [out])
         assert ptx in compiled.program.ptx
     (got,) = fec.run(arguments, outputs=[out])
+    got = to_host(got)
     rtol, atol = tolerance
-    np.testing.assert_allclose(to_host(got).astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=what)
+    np.testing.assert_allclose(got.astype(np.float64) / scale, expected / scale, rtol=rtol, atol=atol, err_msg=what)
     for array, original in zip(inputs, before):
         np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
-    return to_host(got)
+    return got
 
 
 @pytest.mark.gpu

@@ -6,10 +6,12 @@ PyTorch eager and torch.compile, measured side by side in one process.
 Cases (each written once with fd.ops primitives and once in PyTorch, the same
 arithmetic: bfloat16 inputs are computed in float32 and the results rounded
 back, as fusions do): a pointwise chain ``(exp(x + y) * y - x) * 0.5``, a
-broadcast add of a column and a row vector, an inner and an outer sum, a row
-softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024 elements,
-and the normalizations (softmax, layer norm, RMS norm) also rows of each
-length in --hidden (default 1024, 8192 and 32768 elements).
+broadcast add of a column and a row vector, a scale and bias ``x * w + b``
+(``w`` and ``b`` vectors of the row's length), an inner and an outer sum, a
+row softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024
+elements, and the scale and bias and the normalizations (softmax, layer
+norm, RMS norm) also rows of each length in --hidden (default 1024, 8192
+and 32768 elements).
 A case's size is the bytes of its largest tensor, from 1 MB to --max-bytes
 (default 1 GB) in steps of 4x, in float32 and bfloat16.
 
@@ -66,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-HIDDEN = 1024  # the row length of 2-D cases (the normalizations also take --hidden)
+HIDDEN = 1024  # the row length of 2-D cases (the scale and bias and the normalizations also take --hidden)
 NORM_HIDDEN = "1024,8192,32768"  # --hidden's default
 MB = 1 << 20
 TOLERANCE = {"float32": 2e-4, "bfloat16": 2e-2}
@@ -119,6 +121,17 @@ def build_broadcast_add(fd, dtype, low):
 
 def torch_broadcast_add(column, row):
     return (th_up(column) + th_up(row)).to(column.dtype)
+
+
+def build_scale_bias(fd, dtype, low):
+    x = fd_up(fd, fd.define_tensor(shape=[-1, -1], dtype=dtype), low)
+    w = fd_up(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+    b = fd_up(fd, fd.define_tensor(shape=[-1], dtype=dtype), low)
+    fd.add_output(fd_down(fd, x * w + b, dtype))
+
+
+def torch_scale_bias(x, w, b):
+    return (th_up(x) * th_up(w) + th_up(b)).to(x.dtype)
 
 
 def build_inner_sum(fd, dtype, low):
@@ -184,7 +197,7 @@ class Case:
     build: Callable  # (fd, DataType, low_precision) -> None, inside `with FusionDefinition()`
     torch_fn: Callable  # (*inputs) -> output tensor
     shapes: Callable[[int, int], list[tuple[int, ...]]]  # (largest tensor's element count, row length) -> input shapes
-    normalization: bool = False  # rows of each --hidden length
+    long_rows: bool = False  # rows of each --hidden length
 
 
 def row_count(n: int, hidden: int) -> int:
@@ -194,6 +207,7 @@ def row_count(n: int, hidden: int) -> int:
 CASES = [
     Case("pointwise", build_pointwise, torch_pointwise, lambda n, h: [(n,), (n,)]),
     Case("broadcast_add", build_broadcast_add, torch_broadcast_add, lambda n, h: [(row_count(n, h), 1), (1, h)]),
+    Case("scale_bias", build_scale_bias, torch_scale_bias, lambda n, h: [(row_count(n, h), h), (h,), (h,)], True),
     Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n, h: [(row_count(n, h), h)]),
     Case("outer_sum", build_outer_sum, torch_outer_sum, lambda n, h: [(row_count(n, h), h)]),
     Case("softmax", build_softmax, torch_softmax, lambda n, h: [(row_count(n, h), h)], True),
@@ -440,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         case = by_name[name]
         for dtype_name in args.dtypes.split(","):
             fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
-            for hidden, nbytes in [(h, b) for h in (hiddens if case.normalization else [HIDDEN]) for b in sizes(args.max_bytes, args.quick)]:
+            for hidden, nbytes in [(h, b) for h in (hiddens if case.long_rows else [HIDDEN]) for b in sizes(args.max_bytes, args.quick)]:
                 label = f"{case_label({'case': name, 'hidden': hidden})} {dtype_name} {format_size(nbytes)}"
                 started = time.perf_counter()
                 try:

@@ -83,10 +83,10 @@ def test_table_shows_host_us_and_a_dash_for_rows_without_it(run, capsys):
     assert lines[3].split()[-2] == "-"
 
 
-def test_normalizations_take_each_hidden_row_length_and_tables_and_plots_tell_them_apart(run, capsys):
+def test_long_row_cases_take_each_hidden_row_length_and_tables_and_plots_tell_them_apart(run, capsys):
     softmax = {c.name: c for c in run.CASES}["softmax"]
-    assert softmax.normalization and softmax.shapes(1 << 20, 32768) == [(32, 32768)]
-    assert [c.name for c in run.CASES if c.normalization] == ["softmax", "layer_norm", "rms_norm"]
+    assert softmax.long_rows and softmax.shapes(1 << 20, 32768) == [(32, 32768)]
+    assert [c.name for c in run.CASES if c.long_rows] == ["scale_bias", "softmax", "layer_norm", "rms_norm"]
     long_rows = {**row(case="softmax"), "hidden": 32768}
     assert run.case_label(long_rows) == "softmax, rows of 32768"
     assert run.case_label({**row(case="softmax"), "hidden": 1024}) == run.case_label(row(case="softmax")) == "softmax"

@@ -11,13 +11,15 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from bench_scripts import load as load_bench
 from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+from test_row_kernels import run_checked
 
 RNG = np.random.default_rng(20261130)
-BF16 = np.dtype(ml_dtypes.bfloat16)
-KIND = {"float32": DataType.Float, "bfloat16": DataType.BFloat16}
-NUMPY = {"float32": np.dtype(np.float32), "bfloat16": BF16}
+NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+#: The bench's fusions (bench/run.py): what it measures is what is checked here.
+BENCH = load_bench("run")
 
 #: (rows, columns): one row; columns not a multiple of the vector (the
 #: scalar variant); warps (rows up to WARP_ROW_LIMIT) and blocks a row; rows
@@ -25,37 +27,15 @@ NUMPY = {"float32": np.dtype(np.float32), "bfloat16": BF16}
 SHAPES = [(1, 128), (3, 1000), (37, 4096), (1000, 520), (5, 32776), (130, 127)]
 
 
-def affine(dtype: str) -> FusionDefinition:
-    """``x * w + b`` in float32, ``x``, ``w``, ``b`` and the result of ``dtype``."""
-    kind = KIND[dtype]
-    with FusionDefinition(name=f"affine_{dtype}") as fd:
-        x, w, b = (fd.define_tensor(shape=shape, dtype=kind) for shape in ([-1, -1], [-1], [-1]))
-        if kind != DataType.Float:
-            x, w, b = (fd.ops.cast(t, DataType.Float) for t in (x, w, b))
-        y = x * w + b
-        fd.add_output(y if kind == DataType.Float else fd.ops.cast(y, kind))
-    return fd
-
-
-def run_checked(fd, inputs, expected, out_dtype, device, rtol):
-    """Run ``fd`` on host ``inputs`` (moved to ``device``) into an output of
-    ``out_dtype`` poisoned with NaN; check it against the float64
-    ``expected`` and the inputs unchanged."""
-    before = [a.copy() for a in inputs]
-    out = to_device(np.full(expected.shape, np.nan, out_dtype), device)
-    (got,) = FusionExecutorCache(fd).run([to_device(a, device) for a in inputs], outputs=[out])
-    np.testing.assert_allclose(to_host(got).astype(np.float64), expected, rtol=rtol, atol=rtol)
-    for array, original in zip(inputs, before):
-        np.testing.assert_array_equal(array.view(np.uint8), original.view(np.uint8))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_scale_and_bias_at_every_variant(shape, dtype, device):
-    rows, cols = shape
+    _, cols = shape
     x, w, b = (RNG.standard_normal(s).astype(NUMPY[dtype]) for s in (shape, (cols,), (cols,)))
     expected = x.astype(np.float64) * w.astype(np.float64) + b.astype(np.float64)
-    run_checked(affine(dtype), [x, w, b], expected, NUMPY[dtype], device, 1e-5 if dtype == "float32" else 1e-2)
+    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), dtype)
+    tolerance = 1e-5 if dtype == "float32" else 1e-2
+    run_checked(FusionExecutorCache(fd), [x, w, b], expected, NUMPY[dtype], device, (tolerance, tolerance), 1.0, f"{dtype} {shape}")
 
 
 def test_weights_among_row_column_and_scalar_operands(device):

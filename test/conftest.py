@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from devices import cuda_available
+from devices import skip_without_cuda
 
 # The persistent kernel cache of the whole suite (and of the processes tests
 # start, which inherit the variable) is a fresh temporary directory: tests
@@ -21,6 +21,12 @@ atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def device(request) -> str:
     """The backend an end-to-end test runs on; ``cuda`` is skipped where no GPU is present."""
-    if request.param == "cuda" and not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    if request.param == "cuda":
+        skip_without_cuda()
     return request.param
+
+
+@pytest.fixture
+def cuda():
+    """Skips the test where there is no CUDA device."""
+    skip_without_cuda()

@@ -32,6 +32,14 @@ def cuda_available() -> bool:
     return err == driver.CUresult.CUDA_SUCCESS and count > 0
 
 
+def skip_without_cuda() -> None:
+    """Skip the calling test where there is no CUDA device."""
+    if not cuda_available():
+        import pytest
+
+        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+
+
 def to_device(array: np.ndarray, device: str):
     """``array`` itself on ``"cpu"``; a C-contiguous DeviceArray copy on ``"cuda"``/``"cuda:N"``."""
     if device == "cpu":

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench_scripts import load as load_bench
-from devices import cuda_available, to_device, to_host
+from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
 
@@ -24,13 +24,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 #: float32 rows to 32K); 500, 1000 and 16390 are not multiples of 8 (scalar
 #: variants).
 ROW_LENGTHS = [8, 500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
-
-
-@pytest.fixture
-def cuda():
-    """Skips the test where there is no CUDA device."""
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
 
 
 @pytest.fixture

@@ -85,11 +85,7 @@ def test_a_second_process_runs_from_the_disk_cache_without_compiling(tmp_path):
 
 
 @pytest.mark.gpu
-def test_a_second_process_runs_cuda_kernels_from_the_disk_cache_without_compiling(tmp_path):
-    from devices import cuda_available
-
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+def test_a_second_process_runs_cuda_kernels_from_the_disk_cache_without_compiling(tmp_path, cuda):
     cache_dir = tmp_path / "cache"
     assert run_script(cache_dir, DEVICE="cuda") == "compilations=1 disk_hits=0 disk_writes=1"
     assert run_script(cache_dir, DEVICE="cuda", FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bench_scripts import load
-from devices import cuda_available, to_device, to_host
+from devices import skip_without_cuda, to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.errors import InputError
 
@@ -27,8 +27,7 @@ ROWS, COLS = 257, 300
 
 @pytest.fixture(autouse=True)
 def needs_cuda():
-    if not cuda_available():
-        pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+    skip_without_cuda()
 
 
 def chain10():

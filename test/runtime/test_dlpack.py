@@ -57,12 +57,8 @@ def test_unsupported_requests_are_refused():
 
 
 @pytest.mark.gpu
-def test_torch_reads_a_device_array_without_a_copy():
+def test_torch_reads_a_device_array_without_a_copy(cuda):
     torch = pytest.importorskip("torch")
-    from devices import cuda_available
-
-    if not cuda_available():
-        pytest.skip("no GPU")
     host = np.arange(12, dtype=np.float32).reshape(3, 4)
     array = DeviceArray.from_numpy(host)
     tensor = torch.from_dlpack(array.T)

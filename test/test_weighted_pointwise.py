@@ -1,8 +1,9 @@
 """Pointwise fusions that read a weight (an input indexed by the row's last
 dim alone, broadcast along the rows, like a scale or a bias: bench/run.py's
-scale_bias), at rows of each of the row scheme's variants (a warp or a block
-a row, 16-byte vectors or scalars where the row is not a whole number of
-them, rows below ROW_POINTWISE_MIN in the grid-stride loop), with operands
+scale_bias), at rows of each of the row scheme's variants (a warp a row, or
+a block a piece of a row, ROW_PIECE_CHUNKS; 16-byte vectors or scalars where
+the row is not a whole number of them; rows below ROW_POINTWISE_MIN in the
+grid-stride loop), with operands
 of every kind around them, and updating an input in place. Against float64
 NumPy computed from the same inputs, given outputs poisoned with NaN,
 inputs checked unchanged."""
@@ -14,7 +15,8 @@ import pytest
 from bench_scripts import load as load_bench
 from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
-from test_row_kernels import run_checked
+from fuser_mlir.lowering import gpu_schedule
+from test_row_kernels import constants, run_checked  # noqa: F401 (constants: a fixture)
 
 RNG = np.random.default_rng(20261130)
 NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -22,9 +24,11 @@ NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat1
 BENCH = load_bench("run")
 
 #: (rows, columns): one row; columns not a multiple of the vector (the
-#: scalar variant); warps (rows up to WARP_ROW_LIMIT) and blocks a row; rows
-#: below ROW_POINTWISE_MIN (the grid-stride loop).
-SHAPES = [(1, 128), (3, 1000), (37, 4096), (1000, 520), (5, 32776), (130, 127)]
+#: scalar variant); warps (rows up to WARP_ROW_LIMIT) and blocks a piece of a
+#: row (32776 columns: 8 whole float32 pieces of 4096 and 8 columns, 4
+#: bfloat16 pieces of 8192 and 8; 5001: scalar pieces of 1024, the last of
+#: 905); rows below ROW_POINTWISE_MIN (the grid-stride loop).
+SHAPES = [(1, 128), (3, 1000), (37, 4096), (1000, 520), (5, 32776), (3, 5001), (130, 127)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -38,10 +42,24 @@ def test_scale_and_bias_at_every_variant(shape, dtype, device):
     run_checked(FusionExecutorCache(fd), [x, w, b], expected, NUMPY[dtype], device, (tolerance, tolerance), 1.0, f"{dtype} {shape}")
 
 
-def test_weights_among_row_column_and_scalar_operands(device):
+@pytest.mark.gpu
+def test_blocks_take_many_pieces(constants):
+    """A grid of 8 blocks (MAX_BLOCKS 1) for 3 x 3 pieces of 4096 columns
+    and 10 x 5 scalar pieces of 1024 (the last of 905): each block walks
+    several pieces of several rows."""
+    constants.setattr(gpu_schedule, "MAX_BLOCKS", 1)
+    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")
+    for shape in ((3, 12000), (10, 5001)):
+        x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in (shape, shape[1:], shape[1:]))
+        expected = x.astype(np.float64) * w + b
+        run_checked(FusionExecutorCache(fd), [x, w, b], expected, np.float32, "cuda", (1e-5, 1e-5), 1.0, str(shape))
+
+
+@pytest.mark.parametrize("cols", [1032, 9000])
+def test_weights_among_row_column_and_scalar_operands(cols, device):
     """A rank-3 fusion: ``x[B, R, C] * w[C] + y[R, C] * col[B, R, 1] + s``,
     only ``w`` a weight (``y`` varies along a leading dim, ``col`` is one
-    value a row, ``s`` a scalar input)."""
+    value a row, ``s`` a scalar input); rows of a warp and of pieces."""
     with FusionDefinition(name="mixed_operands") as fd:
         x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
@@ -49,7 +67,7 @@ def test_weights_among_row_column_and_scalar_operands(device):
         col = fd.define_tensor(shape=[-1, -1, 1], dtype=DataType.Float)
         s = fd.define_scalar(dtype=DataType.Float)
         fd.add_output(x * w + y * col + s)
-    batch, rows, cols = 3, 7, 1032
+    batch, rows = 3, 7
     x, w, y, col = (RNG.standard_normal(s).astype(np.float32) for s in ((batch, rows, cols), (cols,), (rows, cols), (batch, rows, 1)))
     f64 = [a.astype(np.float64) for a in (x, w, y, col)]
     expected = f64[0] * f64[1] + f64[2] * f64[3] + 0.5
@@ -61,13 +79,14 @@ def test_weights_among_row_column_and_scalar_operands(device):
         np.testing.assert_array_equal(array, original)
 
 
-def test_weighted_update_in_place(device):
-    """``x`` updated in place with ``x * w + b`` (203 rows of 2048 columns:
-    warps, each reading its slots of a row before writing them)."""
+@pytest.mark.parametrize("shape", [(203, 2048), (7, 10000)], ids=["warps", "pieces"])
+def test_weighted_update_in_place(shape, device):
+    """``x`` updated in place with ``x * w + b``: each lane reads its slots
+    of a row (a warp's) or a piece (a block's) before writing them."""
     with FusionDefinition(name="affine_in_place") as fd:
         x, w, b = (fd.define_tensor(shape=shape, dtype=DataType.Float) for shape in ([-1, -1], [-1], [-1]))
         fd.add_output(x * w + b, x)
-    x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in ((203, 2048), (2048,), (2048,)))
+    x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in (shape, shape[1:], shape[1:]))
     expected = x.astype(np.float64) * w + b
     weights = (w.copy(), b.copy())
     arguments = [to_device(a, device) for a in (x, w, b)]

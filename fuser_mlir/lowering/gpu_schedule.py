@@ -114,6 +114,20 @@ from fuser_mlir.runtime.launch import KernelLaunch, SegmentProgram, Temp
 THREADS = 256
 #: Grid cap of grid-stride loops (about 8 blocks per SM on an H200).
 MAX_BLOCKS = 1056
+#: Grid cap of the row kernels whose blocks prefetch their next row
+#: (:data:`PREFETCH_NEXT_ROW`), rows past it in a grid-stride loop. The
+#: other row kernels that are not persistent launch a block per row (or
+#: piece of a row, :data:`ROW_PIECE_CHUNKS`), or a warp per row, up to
+#: CUDA's limit (:data:`MAX_GRID_X`): blocks that end after one row or piece
+#: keep more loads in flight than blocks that walk several in turn. On the
+#: H200 (1 GB, back to back / one call after an L2 flush; capped at 8448 ->
+#: not): RMS norm bfloat16 8K 0.93 / 0.93 of copy -> 0.97 / 0.96, layer norm
+#: bfloat16 8K 0.93 / 0.94 -> 0.97 / 0.98, softmax bfloat16 8K 0.93 / 0.93 ->
+#: 0.98 / 0.97, layer norm float32 8K 0.96 / 0.96 -> 0.99 / 0.96, scale_bias
+#: float32 32K 0.94 / 0.94 -> 1.00 / 0.99, bfloat16 8K 0.93 / 0.93 -> 0.98 /
+#: 0.98, broadcast_add bfloat16 1K 1.00 / 0.99 -> 1.07 / 1.04; at 256 MB
+#: within 0.01 or better (bench/results/h200-sweeps.txt, sweep 18).
+PREFETCH_GRID_CAP = MAX_BLOCKS * 8
 #: Blocks the outer-reduction scheme aims for (split count × column blocks).
 OUTER_TARGET_BLOCKS = 1056
 #: Fewest reduced rows per split of the outer-reduction scheme.
@@ -289,7 +303,7 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: overlap, and a softmax bfloat16 of 8K columns dropped from 0.92 to 0.86
 #: with it (prefetched rows evicting rows in use;
 #: bench/results/h200-sweeps.txt, sweep 5). But a block has a next row only
-#: where rows outnumber the grid's cap (``8 * MAX_BLOCKS``): the bench's
+#: where rows outnumber the grid's cap (:data:`PREFETCH_GRID_CAP`): the bench's
 #: rows of 32K columns are 2048-8192, so there the prefetch is never issued
 #: (the gains above are not explained by it), and made persistent, these
 #: grids lost (layer norm float32 32K 0.71 -> 0.59; sweep 8b).
@@ -517,9 +531,12 @@ class _RowGroup:
         """Whether the block asks the L2 for its next row (:data:`PREFETCH_NEXT_ROW`)."""
         return PREFETCH_NEXT_ROW and self.kind == "block" and not self.cached
 
-    def grid(self, rows: list) -> list:
+    def grid(self, rows: list, prefetching: bool = False) -> list:
+        """The launch grid for ``rows`` rows (or pieces of rows): a block a
+        row or piece, or a warp a row (up to :data:`PREFETCH_GRID_CAP`
+        blocks where they are ``prefetching``), or persistent blocks."""
         per_block = 1 if self.kind == "block" else self.threads // WARP
-        cap = ["const", MAX_BLOCKS * 8]
+        cap = ["const", PREFETCH_GRID_CAP if prefetching else MAX_GRID_X]
         if self.persistent:
             sms = ["sms"] if PERSISTENT_BLOCKS is None else ["const", PERSISTENT_BLOCKS]
             cap = sms if self.blocks_per_sm == 1 else ["mul", sms, ["const", self.blocks_per_sm]]
@@ -2312,7 +2329,7 @@ class _SegmentScheduler:
                     columns = ["min", columns, ["const", group.weight_columns(vector_lanes)]]
                 shared = ["mul", columns, ["const", per_column]]
             k.finish(
-                group.grid(_product(plan.row_formulas)), block=(group.threads, 1, 1), when=when,
+                group.grid(_product(plan.row_formulas), group.prefetches), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,
             )
 

@@ -15,10 +15,10 @@
 // division. Without layouts (fuser-opt knows none), no operand counts as
 // dense: no vectors.
 // CHECK-LABEL: func.func private @scale_seg0(
-// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 8448]]
+// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 2147483647]]
 // CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22arg\22, 1], [\22arg\22, 2], [\22arg\22, 3]]
 // CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 4096]]]
-// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22ceildiv\22, [\22argdim\22, 1, 1], [\22const\22, 1024]]], [\22const\22, 1]], [\22const\22, 8448]]
+// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22ceildiv\22, [\22argdim\22, 1, 1], [\22const\22, 1024]]], [\22const\22, 1]], [\22const\22, 2147483647]]
 // CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 4096]]]
 // CHECK-SAME:    \22kernel\22: \22scale_seg0_k2\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
 // CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
@@ -67,7 +67,7 @@ func.func @scale(%x: tensor<?x1xf32>, %y: tensor<1x?xf32>, %s: f32, %out: tensor
 // barrier before the block's next row. The fill is folded into both
 // kernels: no temporaries.
 // CHECK-LABEL: func.func private @rowsum_seg0(
-// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22rowsum_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 8448]]
+// CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22rowsum_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 2147483647]]
 // CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 0, 1], [\22const\22, 4096]]
 // CHECK-SAME:    \22kernel\22: \22rowsum_seg0_k1\22
 // CHECK-SAME:    \22when\22: [\22gt\22, [\22argdim\22, 0, 1], [\22const\22, 4096]]

@@ -23,12 +23,14 @@ NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat1
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
 BENCH = load_bench("run")
 
-#: (rows, columns): one row; columns not a multiple of the vector (the
-#: scalar variant); warps (rows up to WARP_ROW_LIMIT) and blocks a piece of a
-#: row (32776 columns: 8 whole float32 pieces of 4096 and 8 columns, 4
-#: bfloat16 pieces of 8192 and 8; 5001: scalar pieces of 1024, the last of
-#: 905); rows below ROW_POINTWISE_MIN (the grid-stride loop).
-SHAPES = [(1, 128), (3, 1000), (37, 4096), (1000, 520), (5, 32776), (3, 5001), (130, 127)]
+#: (rows, columns): one row; warps (rows shorter than a piece: 4096
+#: columns of float32 vectors, 8192 of bfloat16, 1024 scalar, where the
+#: length is not a multiple of the vector) and blocks a piece of a row
+#: (4096: one float32 piece, a bfloat16 warp; 32776: 8 whole float32 pieces
+#: and 8 columns, 4 bfloat16 pieces of 8192 and 8; 5001: scalar pieces of
+#: 1024, the last of 905); rows below ROW_POINTWISE_MIN (the grid-stride
+#: loop).
+SHAPES = [(1, 128), (3, 1000), (6, 1001), (37, 4096), (1000, 520), (5, 32776), (3, 5001), (130, 127)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -55,8 +55,8 @@ flat pointwise (R empty, every operand dense and read at the same index)
     one 16-byte vector per thread (where the alignments allow) in a grid
     that covers the tensor, and a scalar tail.
 row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
-    warps take rows up to :data:`WARP_ROW_LIMIT`, blocks take pieces of
-    longer rows (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or
+    warps take rows shorter than a piece, blocks take pieces of longer
+    rows (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or
     piece: no index division per element, and a column operand broadcast
     along the row is one value per row; a grid-stride loop with index
     division for short rows.
@@ -242,9 +242,11 @@ REGISTER_FILE = 65536
 #: (the uncached variants): that many independent loads in flight per lane.
 CHUNK_SLOTS = 4
 #: Chunks (of :data:`CHUNK_SLOTS` slots a lane) in the piece of a row that
-#: a block of the row-pointwise block variant (rows over
-#: :data:`WARP_ROW_LIMIT`) takes at a time, in a grid-stride loop over the
-#: rows' pieces (0: whole rows). A block then ends its work a piece, not a
+#: a block of the row-pointwise block variant takes at a time, in a
+#: grid-stride loop over the rows' pieces (0: whole rows, and warps for rows
+#: up to :data:`WARP_ROW_LIMIT`); rows shorter than a piece (4096 float32
+#: columns in 16-byte vectors, 8192 bfloat16, 1024 scalar) take a warp
+#: each. A block then ends its work a piece, not a
 #: row, after the others (a 32K-column float32 row is 256 KB of traffic
 #: and 2048 of them, 256 MB, are about five rounds of the 396 blocks that
 #: fit), and a lane's columns, counted from the piece's start, fit 32 bits
@@ -255,7 +257,13 @@ CHUNK_SLOTS = 4
 #: 8K 0.96 / 0.92 -> 0.99 / 0.97, bfloat16 32K 0.93 / 0.91 -> 0.97 / 0.97,
 #: 8K 0.92 / 0.91 -> 0.96 / 0.95. Pieces of 2 and 4 chunks: 0.93-0.97;
 #: pieces of 1 with 64-bit columns: 0.95-0.97 back to back; a grid of 528
-#: blocks (4 an SM) instead of up to 8448: 0.88-0.91 (sweep 18).
+#: blocks (4 an SM) instead of up to 8448: 0.88-0.91 (sweep 18a). Rows of a
+#: piece or more in pieces, against warps up to 4096 columns (256 MB):
+#: float32 4096 0.94 -> 1.00 (1 GB: 0.95 -> 1.00); scalar rows (a length
+#: not a multiple of the vector), float32 4095 0.35 -> 0.62, 2047 0.42 ->
+#: 0.61, bfloat16 4095 0.24 -> 0.34; pieces of rows shorter than a piece
+#: lost (bfloat16 4096 0.95 -> 0.91, 2048 0.98 -> 0.68), as did 8 and 16
+#: slots a lane in scalar pieces (0.62 -> 0.56, 0.44; sweep 18e).
 ROW_PIECE_CHUNKS = 1
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
@@ -1931,28 +1939,34 @@ class _SegmentScheduler:
 
     def row_pointwise(self, g: _Generic) -> None:
         """A pointwise generic with rows of at least :data:`ROW_POINTWISE_MIN`
-        elements: a warp per row (rows up to :data:`WARP_ROW_LIMIT`) or a
-        block per piece of a row (:data:`ROW_PIECE_CHUNKS`; per row where
-        the body reads its outputs), rows or pieces in a grid-stride loop,
-        lanes walking the row or piece in unrolled chunks (16-byte vectors of columns where :meth:`row_lanes`
-        allows; see :class:`_RowWalk`), so no thread divides its index by the
+        elements: a warp per row shorter than a piece (:data:`ROW_PIECE_CHUNKS`)
+        and a block per piece of the longer rows (a block per row where the
+        body reads its outputs), rows or pieces in a grid-stride loop, lanes
+        walking the row or piece in unrolled chunks (16-byte vectors of
+        columns where :meth:`row_lanes` allows; see :class:`_RowWalk`), so
+        no thread divides its index by the
         sizes, and an operand broadcast along the row (a ``[rows, 1]``
         column) is one value per row."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
-        groups = [_RowGroup("block", None)] if reads_outputs else self.row_groups(space[-1], narrow=True)
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
+            piece = THREADS * lanes * CHUNK_SLOTS * ROW_PIECE_CHUNKS  # columns (0: whole rows)
+            if reads_outputs:
+                groups = [_RowGroup("block", None)]
+            elif piece:  # warps for rows shorter than a piece, blocks for pieces of the others
+                groups = [_RowGroup("warp", ["le", space[-1], ["const", piece - 1]]), _RowGroup("block", ["gt", space[-1], ["const", piece - 1]])]
+            else:
+                groups = self.row_groups(space[-1], narrow=True)
             for group in groups:
                 k = self.kernel()
                 with ir.InsertionPoint(k.entry), self.location:
                     sizes = k.loop_sizes(g)
-                    columns = group.threads * lanes * CHUNK_SLOTS * ROW_PIECE_CHUNKS if group.kind == "block" and not reads_outputs else 0
-                    if columns:
-                        row_loop, row_ivs, lane, width, piece = self._piece_loop(k, sizes, columns)
-                        grid = group.grid(_product([*space[:-1], _ceildiv(space[-1], columns)]))
+                    if piece and group.kind == "block" and not reads_outputs:
+                        row_loop, row_ivs, lane, width, span = self._piece_loop(k, sizes, piece)
+                        grid = group.grid(_product([*space[:-1], _ceildiv(space[-1], piece)]))
                     else:
-                        (row_loop, row_ivs, lane, width), piece = self._row_loop(k, group, sizes[:-1]), None
+                        (row_loop, row_ivs, lane, width), span = self._row_loop(k, group, sizes[:-1]), None
                         grid = group.grid(_product(space[:-1]))
                     with ir.InsertionPoint(row_loop.body):
                         if reads_outputs:  # one column at a time (row_lanes gives 1), outputs loaded
@@ -1963,7 +1977,7 @@ class _SegmentScheduler:
                                 scf.YieldOp([])
                         else:
                             walk = _RowWalk(k, row_ivs, [sizes[-1]], lane, width, lanes, {})
-                            walk.piece, walk.narrow_rows = piece, piece is not None
+                            walk.piece, walk.narrow_rows = span, span is not None
                             walk.pointwise(g)
                         scf.YieldOp([])
                 k.finish(grid, when=_both(long_rows, _both(group.when, condition)))

@@ -46,10 +46,10 @@ def test_scale_and_bias_at_every_variant(shape, dtype, device):
 
 @pytest.mark.gpu
 def test_blocks_take_many_pieces(constants):
-    """A grid of 8 blocks (MAX_BLOCKS 1) for 3 x 3 pieces of 4096 columns
+    """A grid of 8 blocks (MAX_GRID_X 8) for 3 x 3 pieces of 4096 columns
     and 10 x 5 scalar pieces of 1024 (the last of 905): each block walks
     several pieces of several rows."""
-    constants.setattr(gpu_schedule, "MAX_BLOCKS", 1)
+    constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
     fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")
     for shape in ((3, 12000), (10, 5001)):
         x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in (shape, shape[1:], shape[1:]))

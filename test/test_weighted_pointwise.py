@@ -86,7 +86,7 @@ def test_weighted_update_in_place(shape, device):
     """``x`` updated in place with ``x * w + b``: each lane reads its slots
     of a row (a warp's) or a piece (a block's) before writing them."""
     with FusionDefinition(name="affine_in_place") as fd:
-        x, w, b = (fd.define_tensor(shape=shape, dtype=DataType.Float) for shape in ([-1, -1], [-1], [-1]))
+        x, w, b = (fd.define_tensor(shape=dims, dtype=DataType.Float) for dims in ([-1, -1], [-1], [-1]))
         fd.add_output(x * w + b, x)
     x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in (shape, shape[1:], shape[1:]))
     expected = x.astype(np.float64) * w + b

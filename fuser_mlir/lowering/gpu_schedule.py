@@ -1944,27 +1944,27 @@ class _SegmentScheduler:
         body reads its outputs), rows or pieces in a grid-stride loop, lanes
         walking the row or piece in unrolled chunks (16-byte vectors of
         columns where :meth:`row_lanes` allows; see :class:`_RowWalk`), so
-        no thread divides its index by the
-        sizes, and an operand broadcast along the row (a ``[rows, 1]``
-        column) is one value per row."""
+        no thread divides its index by the sizes, and an operand broadcast
+        along the row (a ``[rows, 1]`` column) is one value per row."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
-            piece = THREADS * lanes * CHUNK_SLOTS * ROW_PIECE_CHUNKS  # columns (0: whole rows)
+            piece_columns = THREADS * lanes * CHUNK_SLOTS * ROW_PIECE_CHUNKS  # 0: whole rows
             if reads_outputs:
                 groups = [_RowGroup("block", None)]
-            elif piece:  # warps for rows shorter than a piece, blocks for pieces of the others
-                groups = [_RowGroup("warp", ["le", space[-1], ["const", piece - 1]]), _RowGroup("block", ["gt", space[-1], ["const", piece - 1]])]
+            elif piece_columns:  # warps for rows shorter than a piece, blocks for pieces of the others
+                shorter = ["le", space[-1], ["const", piece_columns - 1]]
+                groups = [_RowGroup("warp", shorter), _RowGroup("block", ["gt", space[-1], ["const", piece_columns - 1]])]
             else:
                 groups = self.row_groups(space[-1], narrow=True)
             for group in groups:
                 k = self.kernel()
                 with ir.InsertionPoint(k.entry), self.location:
                     sizes = k.loop_sizes(g)
-                    if piece and group.kind == "block" and not reads_outputs:
-                        row_loop, row_ivs, lane, width, span = self._piece_loop(k, sizes, piece)
-                        grid = group.grid(_product([*space[:-1], _ceildiv(space[-1], piece)]))
+                    if piece_columns and group.kind == "block" and not reads_outputs:
+                        row_loop, row_ivs, lane, width, span = self._piece_loop(k, sizes, piece_columns)
+                        grid = group.grid(_product([*space[:-1], _ceildiv(space[-1], piece_columns)]))
                     else:
                         (row_loop, row_ivs, lane, width), span = self._row_loop(k, group, sizes[:-1]), None
                         grid = group.grid(_product(space[:-1]))
@@ -1988,20 +1988,21 @@ class _SegmentScheduler:
         return arith.AndIOp(_iterations_done(loop), _index(1)).result
 
     @staticmethod
-    def _piece_loop(k: _Kernel, sizes: list, piece: int) -> tuple:
+    def _piece_loop(k: _Kernel, sizes: list, columns: int) -> tuple:
         """The grid-stride loop of a row-pointwise block variant over pieces
-        of rows, ``piece`` columns each (:data:`ROW_PIECE_CHUNKS`): (the
-        loop, the piece's row indices inside it, this thread's lane, lanes
-        per block, the piece's (start, stop) columns)."""
+        of rows, ``columns`` each (:data:`ROW_PIECE_CHUNKS`; the last of a
+        row may be shorter): (the loop, the piece's row indices inside it,
+        this thread's lane, lanes per block, the piece's (start, stop)
+        columns)."""
         cols, lane, width = sizes[-1], k.special("thread"), k.special("block_dim")
-        pieces = arith.DivUIOp(arith.AddIOp(cols, _index(piece - 1)).result, _index(piece)).result
+        pieces = arith.DivUIOp(arith.AddIOp(cols, _index(columns - 1)).result, _index(columns)).result
         total = arith.MulIOp(k.product(sizes[:-1]), pieces).result
         loop = scf.ForOp(k.special("block"), total, k.special("grid_dim"))
         with ir.InsertionPoint(loop.body):
             unit = loop.induction_variable
             row = arith.DivUIOp(unit, pieces).result
-            start = _scaled(arith.SubIOp(unit, arith.MulIOp(row, pieces).result).result, piece)
-            stop = arith.MinUIOp(arith.AddIOp(start, _index(piece)).result, cols).result
+            start = _scaled(arith.SubIOp(unit, arith.MulIOp(row, pieces).result).result, columns)
+            stop = arith.MinUIOp(arith.AddIOp(start, _index(columns)).result, cols).result
             row_ivs = k.delinearize(row, sizes[:-1])
         return loop, row_ivs, lane, width, (start, stop)
 

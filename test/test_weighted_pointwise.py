@@ -23,13 +23,13 @@ NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat1
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
 BENCH = load_bench("run")
 
-#: (rows, columns): one row; warps (rows shorter than a piece: 4096
+#: (rows, columns): one row; warps (rows shorter than a block's chunk: 4096
 #: columns of float32 vectors, 8192 of bfloat16, 1024 scalar, where the
 #: length is not a multiple of the vector) and blocks a piece of a row
 #: (4096: one float32 piece, a bfloat16 warp; 32776: 8 whole float32 pieces
 #: and 8 columns, 4 bfloat16 pieces of 8192 and 8; 5001: scalar pieces of
-#: 1024, the last of 905); rows below ROW_POINTWISE_MIN (the grid-stride
-#: loop).
+#: 4096, 4 chunks of 1024, the last piece of 905 columns); rows below
+#: ROW_POINTWISE_MIN (the grid-stride loop).
 SHAPES = [(1, 128), (3, 1000), (6, 1001), (37, 4096), (1000, 520), (5, 32776), (3, 5001), (130, 127)]
 
 
@@ -47,7 +47,7 @@ def test_scale_and_bias_at_every_variant(shape, dtype, device):
 @pytest.mark.gpu
 def test_blocks_take_many_pieces(constants):
     """A grid of 8 blocks (MAX_GRID_X 8) for 3 x 3 pieces of 4096 columns
-    and 10 x 5 scalar pieces of 1024 (the last of 905): each block walks
+    and 10 x 2 scalar pieces of 4096 (the last of 905): each block walks
     several pieces of several rows."""
     constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
     fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")

@@ -244,9 +244,10 @@ CHUNK_SLOTS = 4
 #: Chunks (of :data:`CHUNK_SLOTS` slots a lane) in the piece of a row that
 #: a block of the row-pointwise block variant takes at a time, in a
 #: grid-stride loop over the rows' pieces (0: whole rows, and warps for rows
-#: up to :data:`WARP_ROW_LIMIT`); rows shorter than a piece (4096 float32
-#: columns in 16-byte vectors, 8192 bfloat16, 1024 scalar) take a warp
-#: each. A block then ends its work a piece, not a
+#: up to :data:`WARP_ROW_LIMIT`; :data:`SCALAR_PIECE_CHUNKS` for the scalar
+#: variant); rows shorter than a block's chunk (4096 float32 columns in
+#: 16-byte vectors, 8192 bfloat16, 1024 scalar) take a warp each. A block
+#: then ends its work a piece, not a
 #: row, after the others (a 32K-column float32 row is 256 KB of traffic
 #: and 2048 of them, 256 MB, are about five rounds of the 396 blocks that
 #: fit), and a lane's columns, counted from the piece's start, fit 32 bits
@@ -265,6 +266,16 @@ CHUNK_SLOTS = 4
 #: lost (bfloat16 4096 0.95 -> 0.91, 2048 0.98 -> 0.68), as did 8 and 16
 #: slots a lane in scalar pieces (0.62 -> 0.56, 0.44; sweep 18e).
 ROW_PIECE_CHUNKS = 1
+#: :data:`ROW_PIECE_CHUNKS` of the scalar variant (rows that are not whole
+#: 16-byte vectors): a chunk is a lane's 4 columns, and the block's start
+#: (the piece's row and columns, a division) spread over one chunk made the
+#: loop 270 SASS instructions for 4 columns a lane. On the H200 (scale_bias,
+#: 256 MB, back to back; pieces of 1 -> 4 chunks): float32 4095 columns 0.62
+#: -> 0.68 of copy, 2047 0.62 -> 0.67, 1501 0.54 -> 0.63, 32767 0.61 ->
+#: 0.67, bfloat16 4095 and 32767 0.34 -> 0.42; 8 and 16 chunks the same or
+#: within 0.04 below (sweep 18g). Scalar rows stay short of copy: one 4-byte
+#: (2-byte) access a column and operand.
+SCALAR_PIECE_CHUNKS = 4
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
 #: Slots of the cached warp variant's last pass whose small operands
@@ -1950,12 +1961,13 @@ class _SegmentScheduler:
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
-            piece_columns = THREADS * lanes * CHUNK_SLOTS * ROW_PIECE_CHUNKS  # 0: whole rows
+            chunk_columns = THREADS * lanes * CHUNK_SLOTS  # a block's chunk
+            piece_columns = chunk_columns * (SCALAR_PIECE_CHUNKS if lanes == 1 else ROW_PIECE_CHUNKS)  # 0: whole rows
             if reads_outputs:
                 groups = [_RowGroup("block", None)]
-            elif piece_columns:  # warps for rows shorter than a piece, blocks for pieces of the others
-                shorter = ["le", space[-1], ["const", piece_columns - 1]]
-                groups = [_RowGroup("warp", shorter), _RowGroup("block", ["gt", space[-1], ["const", piece_columns - 1]])]
+            elif piece_columns:  # warps for rows shorter than a block's chunk, blocks for pieces of the others
+                shorter = ["le", space[-1], ["const", chunk_columns - 1]]
+                groups = [_RowGroup("warp", shorter), _RowGroup("block", ["gt", space[-1], ["const", chunk_columns - 1]])]
             else:
                 groups = self.row_groups(space[-1], narrow=True)
             for group in groups:

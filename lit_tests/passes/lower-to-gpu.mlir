@@ -5,10 +5,10 @@
 // (temporaries, grids, blocks, argument bindings) in fuser.launches.
 
 // A pointwise segment over rows of at least 128 elements: a warp per row
-// for rows shorter than 1024 (k0), a block per piece of 1024 columns of
-// longer ones (k1: rows times pieces in a grid-stride loop, a lane's columns
-// counted from the piece's start in 32 bits); lanes walk the row or piece
-// in chunks of 4 guarded columns. The column operand is read at
+// for rows shorter than a block's chunk of 1024 columns (k0), a block per
+// piece of 4096 columns (4 chunks) of longer ones (k1: rows times pieces in
+// a grid-stride loop, a lane's columns counted from the piece's start in 32
+// bits); lanes walk the row or piece in chunks of 4 guarded columns. The column operand is read at
 // index 0 of its size-1 dim, once per chunk, the row operand at index 0 of
 // its own, and the scalar input is a kernel argument. Shorter rows (k2): a
 // grid-stride loop over the collapsed iteration space, indices recovered by
@@ -18,7 +18,7 @@
 // CHECK-SAME:    fuser.launches = "{\22temps\22: [], \22launches\22: [{\22kernel\22: \22scale_seg0_k0\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22argdim\22, 0, 0], [\22const\22, 8]], [\22const\22, 2147483647]]
 // CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22arg\22, 1], [\22arg\22, 2], [\22arg\22, 3]]
 // CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 1023]]]
-// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22ceildiv\22, [\22argdim\22, 1, 1], [\22const\22, 1024]]], [\22const\22, 1]], [\22const\22, 2147483647]]
+// CHECK-SAME:    \22kernel\22: \22scale_seg0_k1\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22ceildiv\22, [\22argdim\22, 1, 1], [\22const\22, 4096]]], [\22const\22, 1]], [\22const\22, 2147483647]]
 // CHECK-SAME:    \22when\22: [\22mul\22, [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 127]], [\22gt\22, [\22argdim\22, 1, 1], [\22const\22, 1023]]]
 // CHECK-SAME:    \22kernel\22: \22scale_seg0_k2\22, \22grid\22: {{\[\[}}\22min\22, [\22ceildiv\22, [\22mul\22, [\22argdim\22, 0, 0], [\22argdim\22, 1, 1]], [\22const\22, 256]], [\22const\22, 1056]]
 // CHECK-SAME:    \22when\22: [\22le\22, [\22argdim\22, 1, 1], [\22const\22, 127]]
@@ -36,10 +36,10 @@
 // CHECK:               scf.if %[[IN]] {
 // CHECK-NEXT:            memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
 // CHECK:         gpu.func @scale_seg0_k1(%[[X1:.*]]: memref<?x1xf32, strided<[?, ?], offset: ?>>, %{{.*}}: memref<1x?xf32
-// CHECK:           %[[PIECES:.*]] = arith.divui %{{.*}}, %c1024
+// CHECK:           %[[PIECES:.*]] = arith.divui %{{.*}}, %c4096
 // CHECK:           scf.for %[[U:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:             %[[ROW:.*]] = arith.divui %[[U]], %[[PIECES]]
-// CHECK:             %[[START:.*]] = arith.muli %{{.*}}, %c1024
+// CHECK:             %[[START:.*]] = arith.muli %{{.*}}, %c4096
 // CHECK:             %[[STOP:.*]] = arith.minui
 // CHECK:             scf.for %{{.*}} = %[[START]] to %[[STOP]] step %{{.*}} {
 // CHECK:               arith.cmpi ult, %{{.*}}, %{{.*}} : i32

@@ -55,8 +55,8 @@ flat pointwise (R empty, every operand dense and read at the same index)
     one 16-byte vector per thread (where the alignments allow) in a grid
     that covers the tensor, and a scalar tail.
 row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
-    warps take rows shorter than a piece, blocks take pieces of longer
-    rows (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or
+    warps take rows shorter than a block's chunk, blocks take pieces of
+    longer rows (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or
     piece: no index division per element, and a column operand broadcast
     along the row is one value per row; a grid-stride loop with index
     division for short rows.
@@ -1950,13 +1950,14 @@ class _SegmentScheduler:
 
     def row_pointwise(self, g: _Generic) -> None:
         """A pointwise generic with rows of at least :data:`ROW_POINTWISE_MIN`
-        elements: a warp per row shorter than a piece (:data:`ROW_PIECE_CHUNKS`)
-        and a block per piece of the longer rows (a block per row where the
-        body reads its outputs), rows or pieces in a grid-stride loop, lanes
-        walking the row or piece in unrolled chunks (16-byte vectors of
-        columns where :meth:`row_lanes` allows; see :class:`_RowWalk`), so
-        no thread divides its index by the sizes, and an operand broadcast
-        along the row (a ``[rows, 1]`` column) is one value per row."""
+        elements: a warp per row shorter than a block's chunk and a block per
+        piece of the longer rows (:data:`ROW_PIECE_CHUNKS`; a block per row
+        where the body reads its outputs), rows or pieces in a grid-stride
+        loop, lanes walking the row or piece in unrolled chunks (16-byte
+        vectors of columns where :meth:`row_lanes` allows; see
+        :class:`_RowWalk`), so no thread divides its index by the sizes, and
+        an operand broadcast along the row (a ``[rows, 1]`` column) is one
+        value per row."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])

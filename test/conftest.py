@@ -30,3 +30,11 @@ def device(request) -> str:
 def cuda():
     """Skips the test where there is no CUDA device."""
     skip_without_cuda()
+
+
+@pytest.fixture
+def constants(cuda, monkeypatch):
+    """The monkeypatch a GPU test sets gpu_schedule constants with: kernels
+    compiled with them are kept out of the kernel cache (FUSER_CACHE=0)."""
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    return monkeypatch

@@ -26,12 +26,12 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 ROW_LENGTHS = [8, 500, 512, 520, 1000, 1024, 1032, 2048, 2056, 4096, 4104, 8192, 16384, 16390, 16392, 32768, 32776, 65544]
 
 
-@pytest.fixture
-def constants(cuda, monkeypatch):
-    """The monkeypatch a GPU test sets gpu_schedule constants with: kernels
-    compiled with them are kept out of the kernel cache (FUSER_CACHE=0)."""
-    monkeypatch.setenv("FUSER_CACHE", "0")
-    return monkeypatch
+def cap_row_grids(constants, blocks: int) -> None:
+    """Row kernels launch at most ``blocks`` blocks, so each takes several
+    rows in turn: persistent grids, the grids of blocks that prefetch, and
+    the others (CUDA's limit, MAX_GRID_X)."""
+    for name in ("PERSISTENT_BLOCKS", "PREFETCH_GRID_CAP", "MAX_GRID_X"):
+        constants.setattr(gpu_schedule, name, blocks)
 
 
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
@@ -103,15 +103,15 @@ def test_staged_rows_of_every_normalization(case, dtype, constants):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_blocks_that_take_many_rows_in_turn(case, dtype, constants):
-    """A grid of 16 blocks (MAX_BLOCKS 2) for 203 rows: each block takes 12
-    or 13 rows in turn, at the row lengths of every cached block variant.
-    Their reductions write the warps' partial results in rounds that
-    alternate from one reduction to the next, across rows too (an RMS norm
-    has one reduction a row: its round is the row's parity). A float32
+    """A grid of 16 blocks (every row grid capped at 16) for 203 rows:
+    each block takes 12 or 13 rows in turn, at the row lengths of every
+    cached block variant. Their reductions write the warps' partial results
+    in rounds that alternate from one reduction to the next, across rows
+    too (an RMS norm has one reduction a row: its round is the row's
+    parity). A float32
     layer norm of 32K columns (1024, 8) keeps its first weight in shared
     memory, copied once per block and waited for by each of its rows."""
-    constants.setattr(gpu_schedule, "MAX_BLOCKS", 2)
-    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    cap_row_grids(constants, 16)
     check_rows(case, dtype, "cuda", [2048, 4096, 8192, 16384, 32768], rows=203)
 
 
@@ -195,8 +195,7 @@ def test_rows_of_a_bfloat16_input_among_float32_ones(constants):
     16 bytes, and x is neither prefetched nor copied in bulk. Rows of every
     block scheme, some not a multiple of 8 columns, 16 blocks for 40 rows
     (each block takes rows in turn)."""
-    constants.setattr(gpu_schedule, "MAX_BLOCKS", 2)
-    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    cap_row_grids(constants, 16)
     with FusionDefinition(name="layer_norm_mixed") as fd:
         x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)

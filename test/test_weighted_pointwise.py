@@ -16,7 +16,7 @@ from bench_scripts import load as load_bench
 from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
-from test_row_kernels import constants, run_checked  # noqa: F401 (constants: a fixture)
+from test_row_kernels import run_checked
 
 RNG = np.random.default_rng(20261130)
 NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}

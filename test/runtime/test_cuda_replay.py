@@ -14,20 +14,15 @@ import numpy as np
 import pytest
 
 from bench_scripts import load
-from devices import skip_without_cuda, to_device, to_host
+from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.errors import InputError
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda")]
 
 HOST_OVERHEAD = load("host_overhead")
 RNG = np.random.default_rng(17)
 ROWS, COLS = 257, 300
-
-
-@pytest.fixture(autouse=True)
-def needs_cuda():
-    skip_without_cuda()
 
 
 def chain10():

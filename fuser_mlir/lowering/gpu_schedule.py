@@ -274,8 +274,22 @@ ROW_PIECE_CHUNKS = 1
 #: -> 0.68 of copy, 2047 0.62 -> 0.67, 1501 0.54 -> 0.63, 32767 0.61 ->
 #: 0.67, bfloat16 4095 and 32767 0.34 -> 0.42; 8 and 16 chunks the same or
 #: within 0.04 below (sweep 18g). Scalar rows stay short of copy: one 4-byte
-#: (2-byte) access a column and operand.
+#: (2-byte) access a column and operand. Where the output and the full-size
+#: inputs are dense and aligned, such rows run the flat scheme instead
+#: (:data:`FLAT_SCALAR_ROWS`).
 SCALAR_PIECE_CHUNKS = 4
+#: Row-pointwise generics whose rows are not whole vectors (a length not a
+#: multiple of the vector, or a weight not aligned to one) but whose output
+#: and full-size inputs are dense and aligned run the flat scheme instead of
+#: the scalar row variants: the tensor's flat 16-byte vectors, a thread a
+#: vector, the broadcast inputs (weights, columns) loaded an element at a
+#: time (:meth:`_SegmentScheduler.flat_pointwise`). On the H200 (256 MB,
+#: back to back; scalar rows -> flat): scale_bias float32 of 1501, 4095
+#: and 50257 columns 0.63-0.68 of copy -> 1.00-1.02, bfloat16 of 4095,
+#: 32767 and 50257 0.41-0.42 -> 0.77-0.79; broadcast_add float32 of 1501
+#: and 50257 0.56 / 0.69 -> 0.71 / 0.71, of 4095 0.80 -> 0.72, bfloat16
+#: 0.39-0.40 -> 0.52-0.53 (sweep 19b).
+FLAT_SCALAR_ROWS = True
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
 #: Slots of the cached warp variant's last pass whose small operands
@@ -687,6 +701,11 @@ def _element_bytes(element: ir.Type) -> int:
         return 8
     width = ir.FloatType(element).width if isinstance(element, ir.FloatType) else ir.IntegerType(element).width
     return max(1, width // 8)
+
+
+def _index_plus(value: ir.Value, offset: int) -> ir.Value:
+    """``value + offset`` (``value`` itself for 0)."""
+    return arith.AddIOp(value, _index(offset)).result if offset else value
 
 
 def _index(value: int) -> ir.Value:
@@ -1871,14 +1890,20 @@ class _SegmentScheduler:
         start, step = self._grid_stride(k)
         return scf.ForOp(start, count, step)
 
-    def flat_lanes(self, g: _Generic) -> int | None:
+    def flat_lanes(self, g: _Generic, gathered: bool = False) -> int | None:
         """Vector lanes of the flat pointwise scheme for ``g`` (1: scalar), or
         None when it does not apply: every tensor operand must be read and
         written at the same (identity) index and be dense, and the body must
-        not read the outputs or the iteration indices."""
+        not read the outputs or the iteration indices. With ``gathered``,
+        inputs read at another index (broadcast: a weight, a column) are
+        allowed too, loaded one element at a time (:meth:`flat_pointwise`),
+        and the lanes count the others only."""
         rank = len(g.iterators)
         identity = ir.AffineMap.get_identity(rank)
         tensors = [(v, m) for v, m in zip([*g.inputs, *g.outputs], g.maps) if isinstance(v.type, ir.ShapedType)]
+        if gathered:
+            outputs = set(g.outputs)
+            tensors = [(v, m) for v, m in tensors if m == identity or v in outputs]
         if any(m != identity for _, m in tensors) or any(not self.layout(v)[0] for v, _ in tensors):
             return None
         outs = list(g.body.arguments)[len(g.inputs) :]
@@ -1890,16 +1915,26 @@ class _SegmentScheduler:
             lanes //= 2
         return lanes
 
-    def flat_pointwise(self, g: _Generic, lanes: int) -> None:
+    def flat_pointwise(self, g: _Generic, lanes: int, when: list | None = None) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
         store (16-byte vectors where the alignment allows), one vector per
         thread (the grid covers the tensor: measured on the H200, this beat
         fewer blocks looping, and unrolling); the last ``size % lanes``
-        elements in a scalar tail loop."""
+        elements in a scalar tail loop. Inputs read at another index than
+        the output's (broadcast along some dims: see :meth:`flat_lanes`) are
+        loaded one element at a time from each element's indices: its row
+        (every dim but the last) and column, found once a vector by a
+        division, a vector's columns crossing at most one row's end (rows
+        of at least ``lanes`` elements: the launch condition ``when`` of
+        :meth:`row_pointwise` says so)."""
         k = self.kernel()
-        shaped = [isinstance(v.type, ir.ShapedType) for v in g.inputs]
+        rank = len(g.iterators)
+        identity = ir.AffineMap.get_identity(rank)
+        flat = [isinstance(v.type, ir.ShapedType) and m == identity for v, m in zip(g.inputs, g.maps)]
+        gathered = [isinstance(v.type, ir.ShapedType) and m != identity for v, m in zip(g.inputs, g.maps)]
         with ir.InsertionPoint(k.entry), self.location:
-            count = k.product(k.loop_sizes(g))
+            sizes = k.loop_sizes(g)
+            count = k.product(sizes)
             start, step = self._grid_stride(k)
             done = _index(0)
             if lanes > 1:
@@ -1907,11 +1942,15 @@ class _SegmentScheduler:
                 loop = scf.ForOp(start, vectors, step)
                 with ir.InsertionPoint(loop.body):
                     j = loop.induction_variable
-                    loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if t else None for v, t in zip(g.inputs, shaped)]
-                    results = []
+                    loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if f else None for v, f in zip(g.inputs, flat)]
+                    elements = self._gathered(k, g, sizes, _scaled(j, lanes), lanes, gathered) if any(gathered) else [[]] * lanes
+                    columns = []  # every load before any arithmetic, so they are in flight together
                     for lane in range(lanes):
-                        values = [vector.ExtractOp(x, [], [lane]).result if t else k.value(v) for x, v, t in zip(loaded, g.inputs, shaped)]
-                        results.append(k.apply(g, values + [None] * len(g.outputs)))
+                        taken = iter(elements[lane])
+                        columns.append(
+                            [vector.ExtractOp(x, [], [lane]).result if f else next(taken) if gather else k.value(v) for x, v, f, gather in zip(loaded, g.inputs, flat, gathered)]
+                        )
+                    results = [k.apply(g, values + [None] * len(g.outputs)) for values in columns]
                     for i, output in enumerate(g.outputs):
                         element = ir.MemRefType(output.type).element_type
                         packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), [r[i] for r in results]).result
@@ -1921,12 +1960,81 @@ class _SegmentScheduler:
             tail = scf.ForOp(arith.AddIOp(done, start).result, count, step)
             with ir.InsertionPoint(tail.body):
                 i = tail.induction_variable
-                values = [memref.LoadOp(k.view_argument(v, 1), [i]).result if t else k.value(v) for v, t in zip(g.inputs, shaped)]
+                ivs = k.delinearize(i, sizes) if any(gathered) else None
+                values = [
+                    memref.LoadOp(k.view_argument(v, 1), [i]).result if f else self._gather(k, v, m, ivs) if gather else k.value(v)
+                    for v, m, f, gather in zip(g.inputs, g.maps, flat, gathered)
+                ]
                 for value, output in zip(k.apply(g, values + [None] * len(g.outputs)), g.outputs):
                     memref.StoreOp(value, k.view_argument(output, 1), [i])
                 scf.YieldOp([])
         blocks = _ceildiv(_product(self.size_formulas(g)), THREADS * lanes)
-        k.finish([["min", blocks, ["const", MAX_GRID_X]], ["const", 1], ["const", 1]])
+        k.finish([["min", blocks, ["const", MAX_GRID_X]], ["const", 1], ["const", 1]], when=when)
+
+    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool]) -> list[list[ir.Value]]:
+        """The ``gathered`` inputs' elements for each of the ``lanes``
+        elements from flat index ``first``: the row and column of the first
+        by a division; element ``l`` is ``l`` columns on, in the next row
+        where that passes the row's end (at most once: rows of at least
+        ``lanes`` elements). An input whose last dim is the column and that
+        is dense is read at one of two flat indices plus ``l`` (the first
+        element's, or the next row's as if it went on), so the loads of a
+        vector's lanes differ by a constant offset; one that does not read
+        the column, once at the row and once at the next (the last row
+        again where there is none), each lane taking one of the two."""
+        cols, inner = sizes[-1], len(sizes) - 1
+        row = arith.DivUIOp(first, cols).result
+        col = arith.SubIOp(first, arith.MulIOp(row, cols).result).result
+        left = arith.SubIOp(cols, col).result  # the row's elements from the first on
+        operands = [(v, m) for v, m, gather in zip(g.inputs, g.maps, gathered) if gather]
+        reads_rows = any(_uses_dim(m, d) for _, m in operands for d in range(inner))
+        here = k.delinearize(row, sizes[:-1]) if reads_rows else [None] * inner
+        last = arith.SubIOp(k.product(sizes[:-1]), _index(1)).result
+        following = k.delinearize(arith.MinUIOp(arith.AddIOp(row, _index(1)).result, last).result, sizes[:-1]) if reads_rows else [None] * inner
+        starts, constant = {}, {}  # the two flat indices of each input read along the row; the two values of one read per row
+        for v, m in operands:
+            if self._along_row(v, m, inner):
+                back = arith.SubIOp(k.linear_index(v, k.indices(m, following + [col])), cols).result
+                starts[(v, str(m))] = (k.linear_index(v, k.indices(m, here + [col])), back)
+            elif not _uses_dim(m, inner):
+                constant[(v, str(m))] = (self._gather(k, v, m, here + [col]), self._gather(k, v, m, following + [col]))
+        elements = []
+        for lane in range(lanes):
+            past = arith.CmpIOp(arith.CmpIPredicate.ule, left, _index(lane)).result if lane else None
+            values = []
+            for v, m in operands:
+                if (v, str(m)) in starts:
+                    at, back = starts[(v, str(m))]
+                    flat = _index_plus(arith.SelectOp(past, back, at).result if past is not None else at, lane)
+                    values.append(memref.LoadOp(k.view_argument(v, 1), [flat]).result)
+                    continue
+                if (v, str(m)) in constant:
+                    at, then = constant[(v, str(m))]
+                    values.append(arith.SelectOp(past, then, at).result if past is not None else at)
+                    continue
+                column = _index_plus(col, lane)
+                if past is None:
+                    ivs = here + [column]
+                else:
+                    ivs = [arith.SelectOp(past, b, a).result if a is not None else None for a, b in zip(here, following)]
+                    ivs.append(arith.SelectOp(past, arith.SubIOp(column, cols).result, column).result)
+                values.append(self._gather(k, v, m, ivs))
+            elements.append(values)
+        return elements
+
+    def _along_row(self, operand: ir.Value, amap: ir.AffineMap, inner: int) -> bool:
+        """Whether ``operand`` is dense and read through ``amap`` with the
+        column (dim ``inner``) as its last index and nowhere else, so the
+        next column is the next element."""
+        results = list(amap.results)
+        at = [isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == inner for e in results]
+        return bool(results) and at[-1] and sum(at) == 1 and self.layout(operand)[0]
+
+    def _gather(self, k: _Kernel, operand: ir.Value, amap: ir.AffineMap, ivs: list) -> ir.Value:
+        """The element of ``operand`` read through ``amap`` at ``ivs``: at its flat index where it is dense."""
+        if self.layout(operand)[0]:
+            return memref.LoadOp(k.view_argument(operand, 1), [k.linear_index(operand, k.indices(amap, ivs))]).result
+        return k.load(operand, amap, ivs)
 
     def pointwise(self, g: _Generic) -> None:
         lanes = self.flat_lanes(g)
@@ -1957,11 +2065,16 @@ class _SegmentScheduler:
         vectors of columns where :meth:`row_lanes` allows; see
         :class:`_RowWalk`), so no thread divides its index by the sizes, and
         an operand broadcast along the row (a ``[rows, 1]`` column) is one
-        value per row."""
+        value per row. Rows that are not whole vectors run on the tensor's
+        flat vectors where the output allows (:data:`FLAT_SCALAR_ROWS`)."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
+        flat = self.flat_lanes(g, gathered=True) if FLAT_SCALAR_ROWS and not reads_outputs else None
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
+            if lanes == 1 and flat and flat > 1:  # rows that are not whole vectors (FLAT_SCALAR_ROWS)
+                self.flat_pointwise(g, flat, when=_both(long_rows, condition))
+                continue
             chunk_columns = THREADS * lanes * CHUNK_SLOTS  # a block's chunk
             piece_columns = chunk_columns * (SCALAR_PIECE_CHUNKS if lanes == 1 else ROW_PIECE_CHUNKS)  # 0: whole rows
             if reads_outputs:

@@ -175,6 +175,33 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
 
 
+@pytest.mark.parametrize("flat", [True, False])
+def test_rows_that_are_not_whole_vectors_run_on_the_tensors_flat_vectors(flat, monkeypatch):
+    """A scale and bias (bench/run.py's scale_bias) of rows that are not a
+    whole number of 16-byte vectors, dense and aligned: with
+    FLAT_SCALAR_ROWS one kernel over the tensor's flat vectors (x loaded and
+    the output stored as vector<4xf32>, each element's column from a
+    division a vector, the weights loaded an element at a time), a thread a
+    vector; without it, the scalar row variants (a warp a row, a block a
+    piece). Rows of whole vectors keep the vector row variants."""
+    monkeypatch.setattr(gpu_schedule, "FLAT_SCALAR_ROWS", flat)
+    text, chosen = bench_rows("scale_bias", "float32")
+    whole = chosen(4096)
+    assert ["flat", ["arg", 0], 4] in whole.args
+    kernels = {chosen(cols).kernel for cols in (129, 1001, 4095, 5001, 32767)}
+    if not flat:
+        assert len(kernels) == 2 and all("vector<4xf32>" not in kernel_text(text, name) for name in kernels)
+        return
+    (name,) = kernels
+    launch, kernel = chosen(4095), kernel_text(text, name)
+    assert name != whole.kernel and launch.block == [256, 1, 1]
+    assert evaluate(launch.grid[0], [(3, 4095), (4095,), (4095,), (3, 4095)], []) == -(-3 * 4095 // 1024)
+    assert ["flat", ["arg", 0], 4] in launch.args and ["flat", ["arg", 3], 4] in launch.args
+    assert kernel.count("memref.load") == 1 + 2 * 4 + 3 and kernel.count("vector<4xf32>") >= 2  # x, 4 columns of w and b; the tail's 3
+    body = kernel.split("scf.for")[1]  # the loop over vectors (then the tail's)
+    assert body.count("arith.divui") == 1 and "arith.remui" not in body  # a vector's row; its columns by adding
+
+
 def kernel_text(text: str, name: str) -> str:
     start = text.index(f"gpu.func @{name}(")
     end = text.find("gpu.func @", start + 1)

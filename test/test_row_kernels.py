@@ -69,6 +69,31 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
     check_rows(case, dtype, device, ROW_LENGTHS)
 
 
+#: Rows that are not whole 16-byte vectors in either dtype (the scalar
+#: variants): each scalar cached group's limits and one past them
+#: (SCALAR_CACHED_ROWS: warps of 4 and 8 slots of 2 columns, to 256 and
+#: 512; blocks to 1K-16K), and past them rows read per generic.
+SCALAR_LENGTHS = [3, 255, 257, 511, 513, 1023, 1025, 2047, 4095, 8191, 16383, 16385, 32767]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_normalizations_of_rows_that_are_not_whole_vectors(case, dtype, device):
+    check_rows(case, dtype, device, SCALAR_LENGTHS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cached", [2, 0], ids=["cached", "per-generic"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_scalar_rows_taken_in_turn(cached, case, constants):
+    """203 rows that are not whole vectors on 16 blocks (every row grid
+    capped), cached in registers a column a slot (SCALAR_CACHED_ROWS) or
+    read per generic: each block or warp takes a dozen rows in turn."""
+    constants.setattr(gpu_schedule, "SCALAR_CACHED_ROWS", cached)
+    cap_row_grids(constants, 16)
+    check_rows(case, "bfloat16", "cuda", [511, 2047, 16383], rows=203)
+
+
 @pytest.mark.parametrize("cols", [512, 4096, 32768, 65544])
 def test_row_sums_of_signed_zeros_are_positive_zero(cols, device):
     """A row sum starts from its fill, +0.0, so rows of -0.0 sum to +0.0 as

@@ -341,6 +341,17 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: (the gains above are not explained by it), and made persistent, these
 #: grids lost (layer norm float32 32K 0.71 -> 0.59; sweep 8b).
 PREFETCH_NEXT_ROW = True
+#: Normalization rows that are not whole 16-byte vectors (a length not a
+#: multiple of the vector) get cached variants too, where every tensor read or
+#: written along the row is dense, so the row is read from memory once
+#: instead of once per generic: the vector variants' ladder
+#: (:data:`WARP_CACHED`, :data:`BLOCK_CACHED`) with this many columns a
+#: slot, each loaded on its own (a 4- or 2-byte load at a flat index,
+#: clamped to the row's last column in blocks): rows up to 16K columns, 16
+#: a lane. 0: none (read per generic). A lane of 32 such columns kept the
+#: address of each live and spilled (ptxas, sm_90: a layer norm float32 of
+#: 16383 columns on (512, 32) 348 B, of 1023 on warps of 32 columns 684 B).
+SCALAR_CACHED_ROWS = 2
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4
 #: Dynamic shared memory a staged row may take (an H200 block may opt in to
@@ -1202,7 +1213,7 @@ class _RowWalk:
         self.lane, self.width, self.lanes = lane, width, lanes
         self.registers = registers
         self.store_group = store_group  # slots whose small operands a cached pass loads together
-        self.clamped = clamped and lanes > 1 and len(row_sizes) == 1
+        self.clamped = clamped and len(row_sizes) == 1
         self.uniform: set[ir.Value] = set()  # values read once per row (the same for every column)
         self.staged: dict[tuple, ir.Value] = {}  # (operand, map) -> its region of shared memory (staged variant)
         self.staged_slots: dict[tuple, int] = {}  # (operand, map) -> a lane's slots its region holds, where not all
@@ -1337,6 +1348,8 @@ class _RowWalk:
     def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
         k, lanes = self.k, self.lanes
         element = ir.MemRefType(operand.type).element_type
+        if lanes == 1 and slot.safe is not None:  # a dense operand, at its clamped column (SCALAR_CACHED_ROWS)
+            return [memref.LoadOp(k.view_argument(operand, 1), [self.vector_index(operand, amap, slot, True)]).result]
         if lanes == 1:
             buffer, indices = k.value(operand), k.indices(amap, ivs)
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
@@ -2223,6 +2236,7 @@ class _SegmentScheduler:
     @staticmethod
     def row_groups(
         cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
+        scalar: bool = False,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -2239,8 +2253,12 @@ class _SegmentScheduler:
         :data:`SHARED_ROW_BYTES`: ``buffered_bytes`` is (a row buffer's
         bytes a column, each weight's), (0, ()) for none; the weights are
         kept too where they fit with a buffer, and as many as fit where no
-        buffer does (:data:`SHARED_WEIGHTS_ALONE`)."""
-        if lanes < 2:
+        buffer does (:data:`SHARED_WEIGHTS_ALONE`). With ``scalar``, the
+        cached variants walk a row's columns one at a time, ``lanes``
+        sizing their slots only (:data:`SCALAR_CACHED_ROWS`); rows of no columns
+        then take an uncached group of their own (a cached block loads a
+        column whether or not the row has it)."""
+        if lanes < 2 and not scalar:
             if not narrow:
                 return [_RowGroup("block", None)]
             return [
@@ -2248,10 +2266,12 @@ class _SegmentScheduler:
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
         groups, below = [], 0  # rows longer than `below` columns are not taken yet
+        if scalar:
+            groups.append(_RowGroup("warp" if narrow else "block", ["eq", cols_f, ["const", 0]]))
 
         def up_to(limit: int) -> list:  # the rows not taken yet that are at most `limit` columns long
             fits = ["le", cols_f, ["const", limit]]
-            return fits if below == 0 else ["mul", ["gt", cols_f, ["const", below]], fits]
+            return fits if below == 0 and not scalar else ["mul", ["gt", cols_f, ["const", below]], fits]
 
         for slots in WARP_CACHED if narrow else ():
             groups.append(_RowGroup("warp", up_to(WARP * slots * lanes), cached=True, columns=slots * lanes))
@@ -2418,14 +2438,17 @@ class _SegmentScheduler:
         keep = self.kept_temps(plan)
         regions, staged_bytes = self.staged_regions(plan)
         buffer = self.row_buffer(plan, lanes)
-        variants = [
-            (group, vector_lanes, _both(group.when, condition))
-            for vector_lanes, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS)
-            for group in self.row_groups(
-                cols_f, _narrow(reductions), vector_lanes, self.row_registers(plan, keep, vector_lanes), staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 else (0, ()),
+        variants = []
+        for vector_lanes, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS):
+            scalar = vector_lanes == 1 and SCALAR_CACHED_ROWS > 0 and n - p == 1 and self.rows_dense(plan)
+            registers = self.row_registers(plan, keep, vector_lanes)
+            if scalar:  # the ladder's slots times SCALAR_CACHED_ROWS, each column a register of its own
+                registers = lambda columns, counted=registers: (counted(columns)[0],) * 2  # noqa: E731
+            groups = self.row_groups(
+                cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
+                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
             )
-        ]
+            variants += [(group, vector_lanes, _both(group.when, condition)) for group in groups]
         for group, vector_lanes, when in variants:
             k = self.kernel()
             with ir.InsertionPoint(k.entry), self.location:
@@ -2528,6 +2551,18 @@ class _SegmentScheduler:
         if not rows or not all(_bulk_rows(o, lanes) for o, _ in [*rows, *weights]):
             return None
         return _RowBuffer(rows, weights)
+
+    def rows_dense(self, plan: "_RowPlan") -> bool:
+        """Whether every tensor a row kernel reads or writes along the row is
+        dense, so that a scalar variant can load it at a flat index."""
+        n, p = len(plan.anchor.iterators), plan.rank_p
+        return all(
+            self.layout(operand)[0]
+            for g, role in plan.steps
+            if role in ("full", "reduce")
+            for operand, amap in zip([*g.inputs, *g.outputs], g.maps)
+            if isinstance(operand.type, ir.ShapedType) and any(_uses_dim(amap, d) for d in range(p, n))
+        )
 
     def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
         """What the staged variant keeps in shared memory, and its bytes per

@@ -1449,6 +1449,9 @@ class _RowWalk:
             if output in keep:
                 cache[(output, str(amap), slot.index)] = values
                 continue
+            if lanes == 1 and self.clamped:  # a dense output (SCALAR_CACHED_ROWS): at its flat index
+                stores.append((values[0], k.view_argument(output, 1), [self.vector_index(output, amap, slot, False)]))
+                continue
             if lanes == 1:
                 stores.append((values[0], k.value(output), k.indices(amap, ivs)))
                 continue
@@ -2134,15 +2137,12 @@ class _SegmentScheduler:
         this thread's lane, lanes per block, the piece's (start, stop)
         columns)."""
         cols, lane, width = sizes[-1], k.special("thread"), k.special("block_dim")
-        pieces = arith.DivUIOp(arith.AddIOp(cols, _index(columns - 1)).result, _index(columns)).result
-        total = arith.MulIOp(k.product(sizes[:-1]), pieces).result
-        loop = scf.ForOp(k.special("block"), total, k.special("grid_dim"))
+        pieces = arith.CeilDivUIOp(cols, _index(columns)).result
+        loop = scf.ForOp(k.special("block"), k.product([*sizes[:-1], pieces]), k.special("grid_dim"))
         with ir.InsertionPoint(loop.body):
-            unit = loop.induction_variable
-            row = arith.DivUIOp(unit, pieces).result
-            start = _scaled(arith.SubIOp(unit, arith.MulIOp(row, pieces).result).result, columns)
+            *row_ivs, piece = k.delinearize(loop.induction_variable, [*sizes[:-1], pieces])
+            start = _scaled(piece, columns)
             stop = arith.MinUIOp(arith.AddIOp(start, _index(columns)).result, cols).result
-            row_ivs = k.delinearize(row, sizes[:-1])
         return loop, row_ivs, lane, width, (start, stop)
 
     @staticmethod

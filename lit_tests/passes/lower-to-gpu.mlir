@@ -36,11 +36,10 @@
 // CHECK:               scf.if %[[IN]] {
 // CHECK-NEXT:            memref.store %{{.*}}, %[[OUT]][%[[R]], %[[C]]]
 // CHECK:         gpu.func @scale_seg0_k1(%[[X1:.*]]: memref<?x1xf32, strided<[?, ?], offset: ?>>, %{{.*}}: memref<1x?xf32
-// CHECK:           %[[PIECES:.*]] = arith.ceildivui %{{.*}}, %c4096
+// CHECK:           %[[PIECES:.*]] = arith.divui %{{.*}}, %c4096
 // CHECK:           scf.for %[[U:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:             %[[PIECE:.*]] = arith.remui %[[U]], %[[PIECES]]
 // CHECK:             %[[ROW:.*]] = arith.divui %[[U]], %[[PIECES]]
-// CHECK:             %[[START:.*]] = arith.muli %[[PIECE]], %c4096
+// CHECK:             %[[START:.*]] = arith.muli %{{.*}}, %c4096
 // CHECK:             %[[STOP:.*]] = arith.minui
 // CHECK:             scf.for %{{.*}} = %[[START]] to %[[STOP]] step %{{.*}} {
 // CHECK:               arith.cmpi ult, %{{.*}}, %{{.*}} : i32

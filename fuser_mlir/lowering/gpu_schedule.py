@@ -2445,10 +2445,8 @@ class _SegmentScheduler:
         variants = []
         for vector_lanes, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS):
             scalar = vector_lanes == 1 and SCALAR_CACHED_ROWS > 0 and n - p == 1 and self.rows_dense(plan)
-            registers = self.row_registers(plan, keep, vector_lanes)
-            if scalar:  # the ladder's slots times SCALAR_CACHED_ROWS, each column a register of its own
-                registers = lambda columns, counted=registers: (counted(columns)[0],) * 2  # noqa: E731
-            groups = self.row_groups(
+            registers = self.row_registers(plan, keep, vector_lanes, scalar)
+            groups = self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
                 buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
             )
@@ -2590,7 +2588,7 @@ class _SegmentScheduler:
                 offset += _element_bytes(elements[key])
         return layout, offset
 
-    def row_registers(self, plan: "_RowPlan", keep: set, lanes: int):
+    def row_registers(self, plan: "_RowPlan", keep: set, lanes: int, scalar: bool = False):
         """Registers per lane a cached variant keeps for row values, as a
         function of its columns per lane, in two measures: (float32 values,
         loaded words). Float32 values: every operand read at each (row,
@@ -2599,7 +2597,9 @@ class _SegmentScheduler:
         :data:`BLOCK_STORE_GROUP` slots. Loaded words: the same operands as
         loaded, a column of each its element's bytes over 4 (a bfloat16
         column half a word, a float64 one two), but at least one a column
-        (the values computed from them)."""
+        (the values computed from them); with ``scalar`` (columns loaded
+        one at a time: :data:`SCALAR_CACHED_ROWS`) the values, each
+        column a register of its own."""
         p = plan.rank_p
         full, weights = set(keep), set()
         for g, role in plan.steps:
@@ -2619,6 +2619,8 @@ class _SegmentScheduler:
         def registers(columns: int) -> tuple[int, float]:
             group = min(columns, BLOCK_STORE_GROUP * lanes)
             values = len(full) * columns + len(weights) * group
+            if scalar:
+                return values, values
             return values, max(full_words * columns + weight_words * group, columns if full else 0)
 
         return registers

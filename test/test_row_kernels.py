@@ -82,6 +82,19 @@ def test_normalizations_of_rows_that_are_not_whole_vectors(case, dtype, device):
     check_rows(case, dtype, device, SCALAR_LENGTHS)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_normalizations_of_rows_without_columns(case, dtype, device):
+    """Rows of no columns take the scalar variants' uncached group (a
+    cached block would load a column the row does not have): the call
+    runs and returns the empty output, in the inputs' dtype."""
+    _, weights = CASES[case]
+    np_dtype = BF16 if dtype == "bfloat16" else np.dtype(np.float32)
+    inputs = [np.zeros((3, 0), np_dtype)] + [np.zeros(0, np_dtype) for _ in range(weights)]
+    (got,) = FusionExecutorCache(bench_fusion(case, dtype)).run([to_device(a, device) for a in inputs])
+    assert to_host(got).shape == (3, 0) and to_host(got).dtype == np_dtype
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("cached", [2, 0], ids=["cached", "per-generic"])
 @pytest.mark.parametrize("case", list(CASES))

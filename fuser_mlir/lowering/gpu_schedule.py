@@ -940,6 +940,14 @@ def _uses_dim(amap: ir.AffineMap, dim: int) -> bool:
     return any(isinstance(e, ir.AffineDimExpr) and e.position == dim for e in amap.results)
 
 
+def _column_last(amap: ir.AffineMap, inner: int) -> bool:
+    """Whether ``amap`` reads dim ``inner`` (a row's column) as its last
+    index and nowhere else: in a dense operand, the next column is then the
+    next element."""
+    at = [isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == inner for e in amap.results]
+    return bool(at) and at[-1] and sum(at) == 1
+
+
 def _constant_number(value: ir.Value):
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.name != "arith.constant":
@@ -1348,9 +1356,7 @@ class _RowWalk:
     def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
         k, lanes = self.k, self.lanes
         element = ir.MemRefType(operand.type).element_type
-        if lanes == 1 and slot.safe is not None:  # a dense operand, at its clamped column (SCALAR_CACHED_ROWS)
-            return [memref.LoadOp(k.view_argument(operand, 1), [self.vector_index(operand, amap, slot, True)]).result]
-        if lanes == 1:
+        if lanes == 1 and slot.safe is None:  # a column of any layout, where the row has it
             buffer, indices = k.value(operand), k.indices(amap, ivs)
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
         key = (operand, str(amap))
@@ -1360,14 +1366,14 @@ class _RowWalk:
             view, index = staged, self.staged_index(col)
         else:
             view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
-        if slot.safe is not None:
+        if slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
             loaded = memref.LoadOp(view, [index]).result
         else:
             loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
         if staged is not None and key not in self.filled:  # the first generic to read it keeps it
             self.keeping.append((loaded, staged, slot))
             self.filling.add(key)
-        return [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+        return [loaded] if lanes == 1 else [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
 
     def keep_loaded(self) -> None:
         """Store the values loaded to be staged, after all the loads of the
@@ -1449,14 +1455,11 @@ class _RowWalk:
             if output in keep:
                 cache[(output, str(amap), slot.index)] = values
                 continue
-            if lanes == 1 and self.clamped:  # a dense output (SCALAR_CACHED_ROWS): at its flat index
-                stores.append((values[0], k.view_argument(output, 1), [self.vector_index(output, amap, slot, False)]))
-                continue
-            if lanes == 1:
+            if lanes == 1 and not self.clamped:  # a column of any layout
                 stores.append((values[0], k.value(output), k.indices(amap, ivs)))
                 continue
-            element = ir.MemRefType(output.type).element_type
-            packed = vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result
+            element = ir.MemRefType(output.type).element_type  # at its flat index (a dense output; SCALAR_CACHED_ROWS: a column)
+            packed = values[0] if lanes == 1 else vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result
             stores.append((packed, k.view_argument(output, lanes), [self.vector_index(output, amap, slot, False)]))
         if not stores:
             return
@@ -1959,13 +1962,11 @@ class _SegmentScheduler:
                 with ir.InsertionPoint(loop.body):
                     j = loop.induction_variable
                     loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if f else None for v, f in zip(g.inputs, flat)]
-                    elements = self._gathered(k, g, sizes, _scaled(j, lanes), lanes, gathered) if any(gathered) else [[]] * lanes
-                    columns = []  # every load before any arithmetic, so they are in flight together
-                    for lane in range(lanes):
-                        taken = iter(elements[lane])
-                        columns.append(
-                            [vector.ExtractOp(x, [], [lane]).result if f else next(taken) if gather else k.value(v) for x, v, f, gather in zip(loaded, g.inputs, flat, gathered)]
-                        )
+                    elements = self._gathered(k, g, sizes, _scaled(j, lanes), lanes, gathered) if any(gathered) else [[None] * len(g.inputs)] * lanes
+                    columns = [  # every load before any arithmetic, so they are in flight together
+                        [vector.ExtractOp(x, [], [lane]).result if f else e if gather else k.value(v) for x, e, v, f, gather in zip(loaded, elements[lane], g.inputs, flat, gathered)]
+                        for lane in range(lanes)
+                    ]
                     results = [k.apply(g, values + [None] * len(g.outputs)) for values in columns]
                     for i, output in enumerate(g.outputs):
                         element = ir.MemRefType(output.type).element_type
@@ -1987,9 +1988,10 @@ class _SegmentScheduler:
         blocks = _ceildiv(_product(self.size_formulas(g)), THREADS * lanes)
         k.finish([["min", blocks, ["const", MAX_GRID_X]], ["const", 1], ["const", 1]], when=when)
 
-    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool]) -> list[list[ir.Value]]:
+    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool]) -> list[list]:
         """The ``gathered`` inputs' elements for each of the ``lanes``
-        elements from flat index ``first``: the row and column of the first
+        elements from flat index ``first``, a list per lane in the order of
+        ``g.inputs`` (None for the others): the row and column of the first
         by a division; element ``l`` is ``l`` columns on, in the next row
         where that passes the row's end (at most once: rows of at least
         ``lanes`` elements). An input whose last dim is the column and that
@@ -2009,7 +2011,7 @@ class _SegmentScheduler:
         following = k.delinearize(arith.MinUIOp(arith.AddIOp(row, _index(1)).result, last).result, sizes[:-1]) if reads_rows else [None] * inner
         starts, constant = {}, {}  # the two flat indices of each input read along the row; the two values of one read per row
         for v, m in operands:
-            if self._along_row(v, m, inner):
+            if _column_last(m, inner) and self.layout(v)[0]:
                 back = arith.SubIOp(k.linear_index(v, k.indices(m, following + [col])), cols).result
                 starts[(v, str(m))] = (k.linear_index(v, k.indices(m, here + [col])), back)
             elif not _uses_dim(m, inner):
@@ -2018,33 +2020,25 @@ class _SegmentScheduler:
         for lane in range(lanes):
             past = arith.CmpIOp(arith.CmpIPredicate.ule, left, _index(lane)).result if lane else None
             values = []
-            for v, m in operands:
-                if (v, str(m)) in starts:
+            for v, m, gather in zip(g.inputs, g.maps, gathered):
+                if not gather:
+                    values.append(None)
+                elif (v, str(m)) in starts:
                     at, back = starts[(v, str(m))]
                     flat = _index_plus(arith.SelectOp(past, back, at).result if past is not None else at, lane)
                     values.append(memref.LoadOp(k.view_argument(v, 1), [flat]).result)
-                    continue
-                if (v, str(m)) in constant:
+                elif (v, str(m)) in constant:
                     at, then = constant[(v, str(m))]
                     values.append(arith.SelectOp(past, then, at).result if past is not None else at)
-                    continue
-                column = _index_plus(col, lane)
-                if past is None:
+                else:  # at its own row and column
+                    column = _index_plus(col, lane)
                     ivs = here + [column]
-                else:
-                    ivs = [arith.SelectOp(past, b, a).result if a is not None else None for a, b in zip(here, following)]
-                    ivs.append(arith.SelectOp(past, arith.SubIOp(column, cols).result, column).result)
-                values.append(self._gather(k, v, m, ivs))
+                    if past is not None:
+                        ivs = [arith.SelectOp(past, b, a).result if a is not None else None for a, b in zip(here, following)]
+                        ivs.append(arith.SelectOp(past, arith.SubIOp(column, cols).result, column).result)
+                    values.append(self._gather(k, v, m, ivs))
             elements.append(values)
         return elements
-
-    def _along_row(self, operand: ir.Value, amap: ir.AffineMap, inner: int) -> bool:
-        """Whether ``operand`` is dense and read through ``amap`` with the
-        column (dim ``inner``) as its last index and nowhere else, so the
-        next column is the next element."""
-        results = list(amap.results)
-        at = [isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == inner for e in results]
-        return bool(results) and at[-1] and sum(at) == 1 and self.layout(operand)[0]
 
     def _gather(self, k: _Kernel, operand: ir.Value, amap: ir.AffineMap, ivs: list) -> ir.Value:
         """The element of ``operand`` read through ``amap`` at ``ivs``: at its flat index where it is dense."""
@@ -2208,11 +2202,7 @@ class _SegmentScheduler:
             for operand, amap in zip([*g.inputs, *g.outputs], g.maps):
                 if operand in skip or not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
                     continue
-                results = list(amap.results)
-                last = results[-1]
-                if not (isinstance(last, ir.AffineDimExpr) and last.position == inner):
-                    return 1
-                if any(isinstance(e, ir.AffineDimExpr) and e.position == inner for e in results[:-1]):
+                if not _column_last(amap, inner):
                     return 1
                 dense, alignment = self.layout(operand)
                 if not dense:

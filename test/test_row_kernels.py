@@ -69,11 +69,15 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
     check_rows(case, dtype, device, ROW_LENGTHS)
 
 
-#: Rows that are not whole 16-byte vectors in either dtype (the scalar
-#: variants): each scalar cached group's limits and one past them
-#: (SCALAR_CACHED_ROWS: warps of 4 and 8 slots of 2 columns, to 256 and
-#: 512; blocks to 1K-16K), and past them rows read per generic.
-SCALAR_LENGTHS = [3, 255, 257, 511, 513, 1023, 1025, 2047, 4095, 8191, 16383, 16385, 32767]
+#: Rows that are not whole 16-byte vectors in either dtype: the scalar
+#: variants' groups to 16K columns (SCALAR_CACHED_ROWS: warps of 4 and 8
+#: slots of 2 columns, to 256 and 512; blocks to 1K-16K) and one past their
+#: limits; past 16K, over the tensor's flat vectors (FLAT_ROWS_FROM), each
+#: group's limit (a vector less than the vector variant's: 32764 float32
+#: columns on (1024, 8)) and one past it, to rows read per generic. Three rows
+#: of an odd length end in a partial vector: the tensor's last, loaded an
+#: element at a time.
+SCALAR_LENGTHS = [3, 255, 257, 507, 509, 511, 513, 1015, 1017, 1019, 1021, 1023, 1025, 2039, 2041, 2047, 4095, 8191, 16375, 16377, 16383, 16385, 32757, 32761, 32767, 65529, 65535]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -96,15 +100,19 @@ def test_normalizations_of_rows_without_columns(case, dtype, device):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cached", [2, 0], ids=["cached", "per-generic"])
+@pytest.mark.parametrize("flat, cached", [(True, 2), (False, 2), (False, 0)], ids=["flat", "cached", "per-generic"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_scalar_rows_taken_in_turn(cached, case, constants):
+def test_scalar_rows_taken_in_turn(flat, cached, case, constants):
     """203 rows that are not whole vectors on 16 blocks (every row grid
-    capped), cached in registers a column a slot (SCALAR_CACHED_ROWS) or
-    read per generic: each block or warp takes a dozen rows in turn."""
+    capped), over the tensor's flat vectors (FLAT_ROWS), or a column at a
+    time, cached in registers a column a slot (SCALAR_CACHED_ROWS) or read
+    per generic: each block or warp takes a dozen rows in turn, and the
+    last row ends in the tensor's partial last vector."""
+    constants.setattr(gpu_schedule, "FLAT_ROWS", flat)
     constants.setattr(gpu_schedule, "SCALAR_CACHED_ROWS", cached)
     cap_row_grids(constants, 16)
     check_rows(case, "bfloat16", "cuda", [511, 2047, 16383], rows=203)
+    check_rows(case, "float32", "cuda", [1021, 8191, 50257], rows=203)
 
 
 @pytest.mark.parametrize("cols", [512, 4096, 32768, 65544])
@@ -134,7 +142,7 @@ def test_staged_rows_of_every_normalization(case, dtype, constants):
     for it (most of a lane's slots outside the row)."""
     constants.setattr(gpu_schedule, "BLOCK_CACHED", ((256, 4),))
     constants.setattr(gpu_schedule, "SHARED_MIN_BYTES", 1)
-    check_rows(case, dtype, "cuda", [4096, 4104, 8192, 16392, 32768, 65536])
+    check_rows(case, dtype, "cuda", [4096, 4104, 8192, 16392, 32768, 65536, 4101, 16391, 32761])
 
 
 @pytest.mark.gpu

@@ -352,6 +352,33 @@ PREFETCH_NEXT_ROW = True
 #: address of each live and spilled (ptxas, sm_90: a layer norm float32 of
 #: 16383 columns on (512, 32) 348 B, of 1023 on warps of 32 columns 684 B).
 SCALAR_CACHED_ROWS = 2
+#: Normalization rows that are not whole 16-byte vectors walk the tensor's
+#: flat vectors instead, where every tensor read or written along the row is
+#: dense and read at the generic's own indices (or is a weight, read along
+#: the row alone): a row from element ``r * cols`` covers the vectors from
+#: ``r * cols // lanes`` to its last element's, the first and last of them
+#: shared with the rows beside it. Each slot is a vector load (clamped to the
+#: row's last vector, and to the tensor's last whole vector, the elements of
+#: a partial one past it loaded one by one), a column's reduction counts only
+#: the row's own elements, a vector wholly in the row is stored as one and
+#: the others element by element, and weights are loaded an element at a
+#: time at its column. So these rows get the vector variants' ladder less a
+#: vector (cached in registers, staged in shared memory, or read per
+#: generic). False: the scalar variants. On the H200 (256 MB, back to back,
+#: scalar variants -> flat; sweep 20): rows past the scalar variants' cached
+#: 16K columns, read per generic before, gain most: layer norm float32 of
+#: 20001 columns 0.32 -> 0.53 of copy, of 50257 0.24 -> 0.46 (bfloat16 0.16
+#: -> 0.38), softmax float32 / bfloat16 of 50257 0.29 / 0.20 -> 0.48, RMS
+#: norm 0.37 / 0.21 -> 0.60 / 0.56; but where the scalar variants keep the
+#: row in registers, flat lost (softmax float32 of 1023 0.84 -> 0.58, layer
+#: norm float32 of 4095 0.68 -> 0.47, of 16383 0.59 -> 0.46): those rows take
+#: the scalar variants, and flat walks start at :data:`FLAT_ROWS_FROM`.
+FLAT_ROWS = True
+#: Fewest columns of a row that walks flat vectors (:data:`FLAT_ROWS`): one
+#: past the longest row the scalar variants keep in registers (1024 threads,
+#: 8 slots of :data:`SCALAR_CACHED_ROWS` columns: 16K); with
+#: ``SCALAR_CACHED_ROWS = 0``, rows of more columns than a vector.
+FLAT_ROWS_FROM = 16385
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4
 #: Dynamic shared memory a staged row may take (an H200 block may opt in to
@@ -1195,6 +1222,9 @@ class _Slot:
     ivs: list
     safe: ir.Value | None = None  # with CLAMPED_LOADS: the column loaded, ``col`` inside the row, else the row's last vector
     narrow: tuple | None = None  # with NARROW_COLUMNS: (col, safe) as 32-bit integers
+    vector: ir.Value | None = None  # a flat walk's (FLAT_ROWS): the slot's vector, counted from the row's first
+    chunk: ir.Value | None = None  # ... its chunk's first (see _RowWalk.fresh)
+    whole: ir.Value | None = None  # ... and whether all its columns are in the row (``col`` may be below 0)
 
 
 class _RowWalk:
@@ -1233,6 +1263,22 @@ class _RowWalk:
         self.after_first_reduction = None  # a buffered variant's _RowBuffer.release
         self.narrow_rows = False  # see _RowGroup.narrow_rows
         self.piece = None  # (start, stop): the columns of the row to walk, where not all (ROW_PIECE_CHUNKS)
+        self.flat: _FlatRow | None = None  # see flatten
+        self.span = self.cols  # the columns a chunk loop walks (a flat walk's start before the row's first)
+
+    def flatten(self, row: ir.Value, count: ir.Value) -> None:
+        """Walk the row (the ``row``-th of a dense tensor of ``count``
+        elements) over the tensor's flat vectors (:data:`FLAT_ROWS`): its
+        columns from ``-shift``, where ``shift`` is its first element's place
+        in its vector."""
+        lanes = _index(self.lanes)
+        start = arith.MulIOp(row, self.cols).result
+        first = arith.DivUIOp(start, lanes).result
+        shift = arith.SubIOp(start, _scaled(first, self.lanes)).result
+        end = arith.DivUIOp(arith.SubIOp(arith.AddIOp(start, self.cols).result, _index(1)).result, lanes).result
+        last_whole = arith.SubIOp(arith.DivUIOp(count, lanes).result, _index(1)).result
+        self.flat = _FlatRow(first, arith.SubIOp(end, first).result, end, shift, last_whole, arith.SubIOp(count, _index(1)).result)
+        self.span = arith.AddIOp(self.cols, shift).result
 
     def stage(self, regions: dict[tuple, tuple[ir.Type, int]], at: ir.Value | None = None, span: ir.Value | None = None, slots: int = 0) -> None:
         """Keep the operands of ``regions`` ((operand, map) -> (element type,
@@ -1247,7 +1293,7 @@ class _RowWalk:
         ``slots`` slots (the row's first ``span`` columns, see
         :data:`SHARED_WEIGHT_BYTES`); the others are read from memory."""
         base = _shared_bytes()
-        padded = span if span is not None else _padded(self.cols)
+        padded = span if span is not None else _padded(self.cols if self.flat is None else _index_plus(self.cols, self.lanes))
         count = arith.DivUIOp(padded, _index(self.lanes)).result
         for key, (element, offset) in regions.items():
             if slots:
@@ -1275,6 +1321,8 @@ class _RowWalk:
         ``j`` starts at ``base + (lane + j * width) * lanes``; computed in 32
         bits where the loads are clamped or the walk is over a piece of the
         row, from its start (:data:`NARROW_COLUMNS`)."""
+        if self.flat is not None:
+            return self._flat_slots(base, count)
         narrow = NARROW_COLUMNS and (self.clamped or self.piece is not None)
         index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
 
@@ -1302,6 +1350,36 @@ class _RowWalk:
             safe_index = wide(safe) if safe is not None else None
             slots.append(_Slot(j, column, inside, self.row_ivs + columns, safe_index, (col, safe) if narrow else None))
         return slots
+
+    def _flat_slots(self, base: ir.Value, count: int) -> list[_Slot]:
+        """A flat walk's slots: slot ``j`` is the row's vector ``base / lanes
+        + lane + j * width``, from column ``vector * lanes - shift``."""
+        flat, lanes = self.flat, self.lanes
+        chunk = arith.DivUIOp(base, _index(lanes)).result
+        first = arith.AddIOp(chunk, self.lane).result
+        room = arith.SubIOp(self.cols, _index(lanes - 1)).result  # columns a whole vector may start at (rows of more than a vector)
+        slots = []
+        for j in range(count):
+            at = first if j == 0 else arith.AddIOp(first, _scaled(self.width, j)).result
+            col = arith.SubIOp(_scaled(at, lanes), flat.shift).result  # below 0 by the shift in the row's first vector
+            inside = arith.CmpIOp(arith.CmpIPredicate.ule, at, flat.last).result
+            whole = arith.CmpIOp(arith.CmpIPredicate.ult, col, room).result  # (a column below 0 compares as a large one)
+            slots.append(_Slot(j, col, inside, self.row_ivs + [col], vector=at, chunk=chunk, whole=whole))
+        return slots
+
+    def fresh(self, slot: _Slot) -> tuple[ir.Value, ir.Value]:
+        """A flat walk's (vector, first column) of the slot, computed here
+        from the lane through :func:`_opaque`: else LLVM computes them once
+        for the row and keeps them (64-bit each, for every slot) in the
+        registers the row's values need; ptxas spilled 300-500 B in 8-slot
+        blocks."""
+        at = arith.AddIOp(arith.AddIOp(slot.chunk, _opaque(self.lane)).result, _scaled(self.width, slot.index)).result
+        return at, arith.SubIOp(_scaled(at, self.lanes), self.flat.shift).result
+
+    def columns_inside(self, slot: _Slot) -> list[ir.Value]:
+        """Whether each column of a flat walk's slot is in the row (see :meth:`fresh`)."""
+        col = self.fresh(slot)[1]
+        return [arith.CmpIOp(arith.CmpIPredicate.ult, _index_plus(col, i), self.cols).result for i in range(self.lanes)]
 
     def vector_index(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot, safe: bool) -> ir.Value:
         """The index of the vector of ``operand`` (read through ``amap``) at
@@ -1356,6 +1434,8 @@ class _RowWalk:
     def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
         k, lanes = self.k, self.lanes
         element = ir.MemRefType(operand.type).element_type
+        if self.flat is not None:
+            return self._flat_load(operand, amap, slot, element)
         if lanes == 1 and slot.safe is None:  # a column of any layout, where the row has it
             buffer, indices = k.value(operand), k.indices(amap, ivs)
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
@@ -1375,6 +1455,44 @@ class _RowWalk:
             self.filling.add(key)
         return [loaded] if lanes == 1 else [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
 
+    def _flat_load(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot, element: ir.Type) -> list[ir.Value]:
+        """A flat walk's values of ``operand`` at the slot: the vector (the
+        row's last where the slot is past it) of an operand read at the
+        generic's own indices, else (a weight) each column's element, at a
+        column in the row."""
+        k, lanes, flat = self.k, self.lanes, self.flat
+        if amap != ir.AffineMap.get_identity(len(slot.ivs)):
+            last, col = arith.SubIOp(self.cols, _index(1)).result, self.fresh(slot)[1]
+            columns = [arith.MinUIOp(arith.MaxSIOp(_index_plus(col, i), k.zero).result, last).result for i in range(lanes)]
+            view = k.view_argument(operand, 1)
+            return [memref.LoadOp(view, [k.linear_index(operand, k.indices(amap, slot.ivs[:-1] + [c]))]).result for c in columns]
+        key = (operand, str(amap))
+        staged = self.staged.get(key)
+        if staged is not None and key in self.filled:
+            loaded = memref.LoadOp(staged, [arith.MinUIOp(slot.vector, flat.last).result]).result
+        else:  # (the row's first vector plus the slot's, clamped: no index a slot keeps)
+            loaded = self._flat_vector(operand, arith.MinUIOp(arith.AddIOp(flat.first, slot.vector).result, flat.end).result, element)
+        if staged is not None and key not in self.filled:  # the first generic to read it keeps it
+            self.keeping.append((loaded, staged, slot))
+            self.filling.add(key)
+        return [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+
+    def _flat_vector(self, operand: ir.Value, at: ir.Value, element: ir.Type) -> ir.Value:
+        """The tensor's vector ``at``: past its last whole vector (the
+        elements of a partial one), an element at a time."""
+        k, lanes, flat = self.k, self.lanes, self.flat
+        whole = arith.MinUIOp(at, flat.last_whole).result
+        vtype = ir.VectorType.get([lanes], element)
+        loaded = memref.LoadOp(k.view_argument(operand, lanes), [whole]).result
+        branch = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ne, at, whole).result, [vtype], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            view, start = k.view_argument(operand, 1), _scaled(at, lanes)
+            elements = [memref.LoadOp(view, [arith.MinUIOp(_index_plus(start, i), flat.last_element).result]).result for i in range(lanes)]
+            scf.YieldOp([vector.FromElementsOp(vtype, elements).result])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([loaded])
+        return branch.results[0]
+
     def keep_loaded(self) -> None:
         """Store the values loaded to be staged, after all the loads of the
         slots at hand were issued (a store waits for its value: one right
@@ -1382,7 +1500,7 @@ class _RowWalk:
         for loaded, staged, slot in self.keeping:
             branch = scf.IfOp(slot.inside)
             with ir.InsertionPoint(branch.then_block):
-                memref.StoreOp(loaded, staged, [self.staged_index(slot.col)])
+                memref.StoreOp(loaded, staged, [slot.vector if slot.vector is not None else self.staged_index(slot.col)])
                 scf.YieldOp([])
         self.keeping = []
 
@@ -1400,7 +1518,7 @@ class _RowWalk:
             return _combine_all(self._reduce_slots(g, slots, [list(inits)] * len(slots), cache), ops)
         step, count = self.chunk()
         n = len(inits)
-        loop = scf.ForOp(self.k.zero, self.cols, step, list(inits) * count)
+        loop = scf.ForOp(self.k.zero, self.span, step, list(inits) * count)
         with ir.InsertionPoint(loop.body):
             carried = list(loop.inner_iter_args)
             accs = [carried[j * n : (j + 1) * n] for j in range(count)]
@@ -1417,6 +1535,12 @@ class _RowWalk:
         updated = []
         for slot, acc, columns in zip(slots, accs, loaded):
             partial = acc
+            if slot.whole is not None:  # a flat walk's: the columns in the row (selects: a branch a slot ran slower)
+                for column, inside in zip(columns, self.columns_inside(slot)):
+                    new = self.k.apply(g, column + partial, slot.ivs, self.uniform)
+                    partial = [arith.SelectOp(inside, a, b).result for a, b in zip(new, partial)]
+                updated.append(partial)
+                continue
             for column in columns:
                 partial = self.k.apply(g, column + partial, slot.ivs, self.uniform)
             updated.append([arith.SelectOp(slot.inside, new, old).result for new, old in zip(partial, acc)])
@@ -1431,7 +1555,7 @@ class _RowWalk:
                 self._pointwise_slots(g, slots[at : at + self.store_group], cache, keep)
             return
         step, count = self.chunk()
-        start, stop = self.piece or (self.k.zero, self.cols)
+        start, stop = self.piece or (self.k.zero, self.span)
         loop = scf.ForOp(start, stop, step)
         with ir.InsertionPoint(loop.body):
             self._pointwise_slots(g, self.slots(loop.induction_variable, count), {}, frozenset())
@@ -1455,6 +1579,9 @@ class _RowWalk:
             if output in keep:
                 cache[(output, str(amap), slot.index)] = values
                 continue
+            if self.flat is not None:
+                self._flat_store(output, values, slot)
+                continue
             if lanes == 1 and not self.clamped:  # a column of any layout
                 stores.append((values[0], k.value(output), k.indices(amap, ivs)))
                 continue
@@ -1468,6 +1595,41 @@ class _RowWalk:
             for value, buffer, indices in stores:
                 memref.StoreOp(value, buffer, indices)
             scf.YieldOp([])
+
+
+    def _flat_store(self, output: ir.Value, values: list[ir.Value], slot: _Slot) -> None:
+        """A flat walk's store of the slot's columns: one vector where they
+        are all in the row, else each column in the row on its own."""
+        k, lanes = self.k, self.lanes
+        at = arith.AddIOp(self.flat.first, self.fresh(slot)[0]).result
+        element = ir.MemRefType(output.type).element_type
+        branch = scf.IfOp(slot.whole, has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            memref.StoreOp(vector.FromElementsOp(ir.VectorType.get([lanes], element), values).result, k.view_argument(output, lanes), [at])
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            start = _scaled(at, lanes)
+            for i, (value, inside) in enumerate(zip(values, self.columns_inside(slot))):
+                column = scf.IfOp(inside)
+                with ir.InsertionPoint(column.then_block):
+                    memref.StoreOp(value, k.view_argument(output, 1), [_index_plus(start, i)])
+                    scf.YieldOp([])
+            scf.YieldOp([])
+
+
+@dataclass(frozen=True)
+class _FlatRow:
+    """Where a flat walk's row lies (:meth:`_RowWalk.flatten`), as index
+    values: its first vector in the tensor, its last counted from the first
+    and in the tensor, its first element's place in its vector, the
+    tensor's last whole vector and its last element."""
+
+    first: ir.Value
+    last: ir.Value
+    end: ir.Value  # (its last vector in the tensor)
+    shift: ir.Value
+    last_whole: ir.Value
+    last_element: ir.Value
 
 
 class _RowBuffer:
@@ -2228,9 +2390,28 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
+    def flat_below(lanes: int) -> int:
+        """Columns a row needs more than to walk flat vectors (:data:`FLAT_ROWS_FROM`)."""
+        return max(lanes, FLAT_ROWS_FROM - 1) if SCALAR_CACHED_ROWS else lanes
+
+    def row_variants(self, plan: "_RowPlan", lanes: int, cols_f: list) -> list[tuple[int, list | None, bool]]:
+        """(lanes, launch condition, whether the walk is flat) of each variant
+        of a row kernel: :meth:`vector_variants`, where rows that are not
+        whole vectors and longer than :meth:`flat_below` walk the tensor's flat vectors
+        (:data:`FLAT_ROWS`, :meth:`flat_rows`); the shorter take the scalar
+        variant."""
+        variants = [(n, condition, False) for n, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS)]
+        if lanes == 1 or not self.flat_rows(plan):
+            return variants
+        (_, whole, _), (_, rest, _) = variants
+        longer = ["gt", cols_f, ["const", self.flat_below(lanes)]]
+        flat = ["mul", ["sub", ["const", 1], ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]], longer]
+        return [(lanes, whole, False), (lanes, flat, True), (1, ["sub", rest, flat], False)]
+
+    @staticmethod
     def row_groups(
         cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
-        scalar: bool = False,
+        scalar: bool = False, flat: bool = False, above: int = 0,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -2251,7 +2432,10 @@ class _SegmentScheduler:
         cached variants walk a row's columns one at a time, ``lanes``
         sizing their slots only (:data:`SCALAR_CACHED_ROWS`); rows of no columns
         then take an uncached group of their own (a cached block loads a
-        column whether or not the row has it)."""
+        column whether or not the row has it). With ``flat`` (:data:`FLAT_ROWS`),
+        a row takes a variant whose lanes hold a vector more than its
+        columns (its first and last vectors may be partial). Rows of
+        ``above`` columns or fewer are left out (no group for them)."""
         if lanes < 2 and not scalar:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -2259,7 +2443,7 @@ class _SegmentScheduler:
                 _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
-        groups, below = [], 0  # rows longer than `below` columns are not taken yet
+        groups, below = [], above  # rows longer than `below` columns are not taken yet
         if scalar:
             groups.append(_RowGroup("warp" if narrow else "block", ["eq", cols_f, ["const", 0]]))
 
@@ -2267,14 +2451,19 @@ class _SegmentScheduler:
             fits = ["le", cols_f, ["const", limit]]
             return fits if below == 0 and not scalar else ["mul", ["gt", cols_f, ["const", below]], fits]
 
+        def reach(columns: int) -> int:  # the longest row a variant of these columns takes
+            return columns - lanes if flat else columns
+
         for slots in WARP_CACHED if narrow else ():
-            groups.append(_RowGroup("warp", up_to(WARP * slots * lanes), cached=True, columns=slots * lanes))
-            below = WARP * slots * lanes
+            if reach(WARP * slots * lanes) <= below:
+                continue
+            groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes))
+            below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
             values, words = registers(columns)
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
-            if threads * columns <= below or words > allowed * REGISTER_ROOM:
+            if reach(threads * columns) <= below or words > allowed * REGISTER_ROOM:
                 continue
             capped, cap = threads == THREADS and values > BLOCK_CAPPED_ABOVE, 0
             if capped and HALVE_CAPPED_BLOCKS:  # the same row on half the threads, uncapped
@@ -2301,16 +2490,16 @@ class _SegmentScheduler:
                             shared_weights = 0
             groups.append(
                 _RowGroup(
-                    "block", up_to(threads * columns), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
+                    "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
                     shared_weights=shared_weights, weight_slots=weight_slots,
                     narrow_rows=words < allowed * REGISTER_ROOM if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
-            below = threads * columns
+            below = reach(threads * columns)
         columns = SHARED_SLOTS * lanes
         staged = 0
         if staged_bytes >= SHARED_MIN_BYTES:
-            staged = min(SHARED_THREADS * columns, SHARED_ROW_BYTES // staged_bytes // SHARED_PAD * SHARED_PAD)
+            staged = reach(min(SHARED_THREADS * columns, SHARED_ROW_BYTES // staged_bytes // SHARED_PAD * SHARED_PAD))
         if staged > below:
             groups.append(_RowGroup("block", up_to(staged), threads=SHARED_THREADS, columns=columns, staged=True))
             below = staged
@@ -2433,15 +2622,17 @@ class _SegmentScheduler:
         regions, staged_bytes = self.staged_regions(plan)
         buffer = self.row_buffer(plan, lanes)
         variants = []
-        for vector_lanes, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS):
+        for vector_lanes, condition, flat in self.row_variants(plan, lanes, cols_f):
             scalar = vector_lanes == 1 and SCALAR_CACHED_ROWS > 0 and n - p == 1 and self.rows_dense(plan)
+            scalar = scalar and not (self.flat_rows(plan) and self.flat_below(lanes) == lanes)  # (then only rows shorter than a vector)
             registers = self.row_registers(plan, keep, vector_lanes, scalar)
             groups = self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
+                buffer.bytes if buffer and vector_lanes > 1 and not flat else (0, ()), scalar=scalar, flat=flat,
+                above=self.flat_below(lanes) if flat else 0,
             )
-            variants += [(group, vector_lanes, _both(group.when, condition)) for group in groups]
-        for group, vector_lanes, when in variants:
+            variants += [(group, vector_lanes, _both(group.when, condition), flat) for group in groups]
+        for group, vector_lanes, when, flat in variants:
             k = self.kernel()
             with ir.InsertionPoint(k.entry), self.location:
                 sizes = k.loop_sizes(plan.anchor)
@@ -2449,10 +2640,14 @@ class _SegmentScheduler:
                 with ir.InsertionPoint(row_loop.body):
                     if OPAQUE_LANE and group.kind == "block" and group.cached:
                         lane = _opaque(lane)
-                    if group.prefetches and vector_lanes > 1 and self.bulk_prefetch:
+                    if group.prefetches and vector_lanes > 1 and self.bulk_prefetch and not flat:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
-                    clamped = CLAMPED_LOADS and group.cached and group.kind == "block"
+                    clamped = CLAMPED_LOADS and group.cached and group.kind == "block" and not flat
+                    if flat and group.kind == "block":  # the block's threads as a constant: a lane's slots are then a constant apart
+                        width = _index(group.threads)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
+                    if flat:
+                        walk.flatten(row_loop.induction_variable, k.product(sizes))
                     walk.narrow_rows = group.narrow_rows
                     if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)
@@ -2480,7 +2675,7 @@ class _SegmentScheduler:
             shared = 0
             if group.staged or group.persistent:
                 per_column = staged_bytes if group.staged else kept.weight_bytes + group.buffered * kept.row_bytes
-                columns = _product([_ceildiv(cols_f, SHARED_PAD), ["const", SHARED_PAD]])
+                columns = _product([_ceildiv(["add", cols_f, ["const", vector_lanes]] if flat else cols_f, SHARED_PAD), ["const", SHARED_PAD]])
                 if group.weight_slots:  # weights alone, each its row's first columns (_RowBuffer.weight_span)
                     columns = ["min", columns, ["const", group.weight_columns(vector_lanes)]]
                 shared = ["mul", columns, ["const", per_column]]
@@ -2543,6 +2738,22 @@ class _SegmentScheduler:
         if not rows or not all(_bulk_rows(o, lanes) for o, _ in [*rows, *weights]):
             return None
         return _RowBuffer(rows, weights)
+
+    def flat_rows(self, plan: "_RowPlan") -> bool:
+        """Whether a row kernel can walk the tensor's flat vectors
+        (:data:`FLAT_ROWS`): rows of one dim, every tensor read or written
+        along the row dense (:meth:`rows_dense`), and those read along rows
+        and columns both read at the generic's own indices."""
+        n, p = len(plan.anchor.iterators), plan.rank_p
+        if not FLAT_ROWS or n - p != 1 or not self.rows_dense(plan):
+            return False
+        return all(
+            amap == ir.AffineMap.get_identity(n)
+            for g, role in plan.steps
+            if role in ("full", "reduce")
+            for operand, amap in zip([*g.inputs, *g.outputs], g.maps)
+            if isinstance(operand.type, ir.ShapedType) and all(_uses_dim(amap, d) for d in range(n))
+        )
 
     def rows_dense(self, plan: "_RowPlan") -> bool:
         """Whether every tensor a row kernel reads or writes along the row is

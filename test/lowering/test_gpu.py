@@ -165,12 +165,16 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
         dense = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
         strided = lower_to_gpu(module, {"fusion_seg0": [(False, 16), (True, 16)]})
     (program,) = dense.programs.values()
-    vector = [launch for launch in program.launches if any(b[0] == "flat" and b[2] > 1 for b in launch.args)]
-    # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per pass
-    assert len(vector) == 7 and all(b[2] == 8 for launch in vector for b in launch.args if b[0] == "flat")  # bf16: 8 per 16 bytes
-    for cols in (4096, 4100, 9000, 9008, 32768, 32770, 40000, 40008):
+    lanes = [{b[2] for b in launch.args if b[0] == "flat"} for launch in program.launches]
+    vector = [launch for launch, n in zip(program.launches, lanes) if n == {8}]  # bf16: 8 per 16 bytes
+    flat = [launch for launch, n in zip(program.launches, lanes) if n == {8, 1}]  # and elements past the tensor's last whole vector
+    # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per
+    # pass; for rows that are not whole vectors past FLAT_ROWS_FROM, the blocks of those over the tensor's flat vectors
+    assert len(vector) == 7 and 0 < len(flat) < 7
+    for cols in (4096, 4100, 9000, 9008, 16383, 16385, 32768, 32770, 40000, 40007, 7, 9):
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0)
+        walks_flat = cols % 8 != 0 and cols >= gpu_schedule.FLAT_ROWS_FROM
+        assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0) and (chosen[0] in flat) == walks_flat
     (program,) = strided.programs.values()
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
 
@@ -203,9 +207,10 @@ def test_rows_that_are_not_whole_vectors_run_on_the_tensors_flat_vectors(flat, m
 
 
 def kernel_text(text: str, name: str) -> str:
+    """The kernel's gpu.func, up to the next kernel or the next kernel's shared buffers (declared before it)."""
     start = text.index(f"gpu.func @{name}(")
-    end = text.find("gpu.func @", start + 1)
-    return text[start : end if end >= 0 else len(text)]
+    ends = [at for at in (text.find("gpu.func @", start + 1), text.find("memref.global", start)) if at >= 0]
+    return text[start : min(ends, default=len(text))]
 
 
 def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_chunks():
@@ -357,12 +362,16 @@ def test_rows_past_the_register_variants_are_staged_in_shared_memory(monkeypatch
     needs_libdevice()
     program, segment, chosen = layer_norm_f32_by_the_register_rule(monkeypatch)
     staged = [launch for launch in segment.launches if launch.shared_bytes and "_rows" not in kernel_ptx(program.ptx, launch.kernel)]
-    assert len(staged) == 1 and staged[0].block == [1024, 1, 1]
-    assert [chosen(cols) is staged[0] for cols in (16384, 16388, 32768, 32772)] == [False, True, True, False]
+    staged, flat = sorted(staged, key=lambda launch: any(b[0] == "flat" and b[2] == 1 for b in launch.args))
+    assert staged.block == flat.block == [1024, 1, 1]
+    assert [chosen(cols) is staged for cols in (16384, 16388, 32768, 32772)] == [False, True, True, False]
     for cols in (16388, 20000, 32768):
-        assert evaluate(staged[0].shared_bytes, [(3, cols)], []) == -(-cols // 16) * 16 * 4
+        assert evaluate(staged.shared_bytes, [(3, cols)], []) == -(-cols // 16) * 16 * 4
+    # rows that are not whole vectors (FLAT_ROWS): a vector less, each padded for one more
+    assert [chosen(cols) is flat for cols in (16383, 16385, 32763, 32765)] == [False, True, True, False]
+    assert evaluate(flat.shared_bytes, [(3, 20001)], []) == -(-20005 // 16) * 16 * 4
     assert re.search(r"\.extern \.shared \.align 16 \.b8 __dynamic_shmem__\w*\[\];", program.ptx)
-    kernel = kernel_ptx(program.ptx, staged[0].kernel)
+    kernel = kernel_ptx(program.ptx, staged.kernel)
     assert kernel.count("st.shared.v4") == 8 and kernel.count("ld.shared.v4") == 2 * 4  # x kept; 2 passes read it by 4 slots
     context, module = outlined(layer_norm_bf16())
     with context, ir.Location.unknown():
@@ -556,14 +565,16 @@ def test_bfloat16_columns_widen_by_bit_operations_on_their_words(monkeypatch, wo
     """WIDEN_BFLOAT16_WORDS: a bfloat16 layer norm's loaded columns (x, weight
     and bias, 16-byte vectors) widen to float32 by a shift or a mask of the
     32-bit word holding them, not by cvt.f32.bf16 of a 16-bit half (which
-    ptxas issues as two instructions for a high half)."""
+    ptxas issues as two instructions for a high half). (The flat walks of
+    rows that are not whole vectors load their weights an element at a time:
+    those convert halves.)"""
     needs_libdevice()
     monkeypatch.setattr(gpu, "WIDEN_BFLOAT16_WORDS", words)
     context, module = outlined(layer_norm_bf16())
     with context, ir.Location.unknown():
         program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
     entries = re.split(r"(?=\.visible \.entry)", program.ptx)[1:]
-    vector_kernels = [e for e in entries if "ld.global.v4" in e]
+    vector_kernels = [e for e in entries if "ld.global.v4" in e and not re.search(r"ld\.global\.(nc\.)?[bu]16", e)]
     assert vector_kernels
     for entry in vector_kernels:
         masks = len(re.findall(r"\band\.b32\s+%r\d+, %r\d+, -65536;", entry))

@@ -69,14 +69,15 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
     check_rows(case, dtype, device, ROW_LENGTHS)
 
 
-#: Rows that are not whole 16-byte vectors in either dtype: the scalar
-#: variants' groups to 16K columns (SCALAR_CACHED_ROWS: warps of 4 and 8
-#: slots of 2 columns, to 256 and 512; blocks to 1K-16K) and one past their
-#: limits; past 16K, over the tensor's flat vectors (FLAT_ROWS_FROM), each
-#: group's limit (a vector less than the vector variant's: 32764 float32
-#: columns on (1024, 8)) and one past it, to rows read per generic. Three rows
-#: of an odd length end in a partial vector: the tensor's last, loaded an
-#: element at a time.
+#: Rows that are not whole 16-byte vectors in either dtype: over the
+#: tensor's flat vectors (FLAT_ROWS), each group's limit (a vector less than
+#: the vector variant's: 508 and 1020 float32 columns in warps, 1016 and 2040
+#: bfloat16, ... 32764 float32 on (1024, 8)) and one past it, to rows read
+#: per generic; rows of fewer columns than a vector (3), and to 16K rows
+#: within a vector of a cached group's limit (flat_boundary: 511, 1023, 16383),
+#: take the scalar variants and their groups (SCALAR_CACHED_ROWS: warps to 256
+#: and 512, blocks to 1K-16K). Three rows of an odd length end in a partial
+#: vector: the tensor's last, loaded an element at a time.
 SCALAR_LENGTHS = [3, 255, 257, 507, 509, 511, 513, 1015, 1017, 1019, 1021, 1023, 1025, 2039, 2041, 2047, 4095, 8191, 16375, 16377, 16383, 16385, 32757, 32761, 32767, 65529, 65535]
 
 

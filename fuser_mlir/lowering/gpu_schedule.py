@@ -102,6 +102,7 @@ kernel of its own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -365,20 +366,19 @@ SCALAR_CACHED_ROWS = 2
 #: time at its column. So these rows get the vector variants' ladder less a
 #: vector (cached in registers, staged in shared memory, or read per
 #: generic). False: the scalar variants. On the H200 (256 MB, back to back,
-#: scalar variants -> flat; sweep 20): rows past the scalar variants' cached
-#: 16K columns, read per generic before, gain most: layer norm float32 of
-#: 20001 columns 0.32 -> 0.53 of copy, of 50257 0.24 -> 0.46 (bfloat16 0.16
-#: -> 0.38), softmax float32 / bfloat16 of 50257 0.29 / 0.20 -> 0.48, RMS
-#: norm 0.37 / 0.21 -> 0.60 / 0.56; but where the scalar variants keep the
-#: row in registers, flat lost (softmax float32 of 1023 0.84 -> 0.58, layer
-#: norm float32 of 4095 0.68 -> 0.47, of 16383 0.59 -> 0.46): those rows take
-#: the scalar variants, and flat walks start at :data:`FLAT_ROWS_FROM`.
+#: scalar variants -> flat; sweep 20): softmax float32 of 1019 columns 0.85
+#: -> 0.96 of copy, layer norm float32 of 4091 0.68 -> 0.95, RMS norm
+#: bfloat16 of 4087 0.43 -> 0.69; rows past the scalar variants' cached 16K
+#: columns, read per generic before: layer norm float32 of 20001 0.32 ->
+#: 0.53, of 50257 0.24 -> 0.46 (bfloat16 0.16 -> 0.38), softmax float32 /
+#: bfloat16 of 50257 0.29 / 0.20 -> 0.48, RMS norm 0.37 / 0.21 -> 0.60 /
+#: 0.56. But a row within a vector of a variant's columns (1023, 4095, 16383:
+#: it may need one vector more than that variant's lanes hold) takes the
+#: next variant, of twice the slots, mostly idle, and there flat lost
+#: (softmax float32 of 1023 0.85 -> 0.58, layer norm float32 of 4095 0.68
+#: -> 0.47, of 16383 0.59 -> 0.46): up to the scalar variants' 16K cached
+#: columns, those rows take the scalar variants (:meth:`_SegmentScheduler.flat_boundary`).
 FLAT_ROWS = True
-#: Fewest columns of a row that walks flat vectors (:data:`FLAT_ROWS`): one
-#: past the longest row the scalar variants keep in registers (1024 threads,
-#: 8 slots of :data:`SCALAR_CACHED_ROWS` columns: 16K); with
-#: ``SCALAR_CACHED_ROWS = 0``, rows of more columns than a vector.
-FLAT_ROWS_FROM = 16385
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4
 #: Dynamic shared memory a staged row may take (an H200 block may opt in to
@@ -1596,7 +1596,6 @@ class _RowWalk:
                 memref.StoreOp(value, buffer, indices)
             scf.YieldOp([])
 
-
     def _flat_store(self, output: ir.Value, values: list[ir.Value], slot: _Slot) -> None:
         """A flat walk's store of the slot's columns: one vector where they
         are all in the row, else each column in the row on its own."""
@@ -2390,28 +2389,37 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def flat_below(lanes: int) -> int:
-        """Columns a row needs more than to walk flat vectors (:data:`FLAT_ROWS_FROM`)."""
-        return max(lanes, FLAT_ROWS_FROM - 1) if SCALAR_CACHED_ROWS else lanes
+    def flat_boundary(groups: list[_RowGroup], lanes: int, cols_f: list) -> list | None:
+        """1 for rows that the flat ``groups`` (:data:`FLAT_ROWS`) would leave
+        to the next variant, of twice the slots, for being within a vector of
+        a cached or staged one's columns, as long as the scalar variants keep
+        them in registers (:data:`SCALAR_CACHED_ROWS`: the ladder's most
+        slots times its columns a slot), else 0 (None: no such rows)."""
+        kept = max(threads * slots for threads, slots in BLOCK_CACHED) * SCALAR_CACHED_ROWS
+        ends = {(WARP if g.kind == "warp" else g.threads) * g.columns for g in groups if g.cached or g.staged}
+        terms = [["mul", ["gt", cols_f, ["const", end - lanes]], ["le", cols_f, ["const", end - 1]]] for end in sorted(ends) if end <= kept]
+        return functools.reduce(lambda a, b: ["add", a, b], terms) if terms else None
 
-    def row_variants(self, plan: "_RowPlan", lanes: int, cols_f: list) -> list[tuple[int, list | None, bool]]:
+    def row_variants(self, lanes: int, cols_f: list, flat_groups: list[_RowGroup] | None) -> list[tuple[int, list | None, bool]]:
         """(lanes, launch condition, whether the walk is flat) of each variant
-        of a row kernel: :meth:`vector_variants`, where rows that are not
-        whole vectors and longer than :meth:`flat_below` walk the tensor's flat vectors
-        (:data:`FLAT_ROWS`, :meth:`flat_rows`); the shorter take the scalar
-        variant."""
+        of a row kernel: :meth:`vector_variants`; with ``flat_groups`` (see
+        :meth:`flat_rows`), rows that are not whole vectors but longer than
+        one walk the tensor's flat vectors but for :meth:`flat_boundary`'s,
+        which take the scalar variant with the shorter."""
         variants = [(n, condition, False) for n, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS)]
-        if lanes == 1 or not self.flat_rows(plan):
+        if flat_groups is None:
             return variants
         (_, whole, _), (_, rest, _) = variants
-        longer = ["gt", cols_f, ["const", self.flat_below(lanes)]]
-        flat = ["mul", ["sub", ["const", 1], ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]], longer]
+        flat = ["mul", ["sub", ["const", 1], ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]], ["gt", cols_f, ["const", lanes]]]
+        boundary = self.flat_boundary(flat_groups, lanes, cols_f)
+        if boundary is not None:
+            flat = ["mul", flat, ["sub", ["const", 1], boundary]]
         return [(lanes, whole, False), (lanes, flat, True), (1, ["sub", rest, flat], False)]
 
     @staticmethod
     def row_groups(
         cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
-        scalar: bool = False, flat: bool = False, above: int = 0,
+        scalar: bool = False, flat: bool = False,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -2434,8 +2442,7 @@ class _SegmentScheduler:
         then take an uncached group of their own (a cached block loads a
         column whether or not the row has it). With ``flat`` (:data:`FLAT_ROWS`),
         a row takes a variant whose lanes hold a vector more than its
-        columns (its first and last vectors may be partial). Rows of
-        ``above`` columns or fewer are left out (no group for them)."""
+        columns (its first and last vectors may be partial)."""
         if lanes < 2 and not scalar:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -2443,7 +2450,7 @@ class _SegmentScheduler:
                 _RowGroup("warp", ["le", cols_f, ["const", WARP_ROW_LIMIT]]),
                 _RowGroup("block", ["gt", cols_f, ["const", WARP_ROW_LIMIT]]),
             ]
-        groups, below = [], above  # rows longer than `below` columns are not taken yet
+        groups, below = [], 0  # rows longer than `below` columns are not taken yet
         if scalar:
             groups.append(_RowGroup("warp" if narrow else "block", ["eq", cols_f, ["const", 0]]))
 
@@ -2455,8 +2462,6 @@ class _SegmentScheduler:
             return columns - lanes if flat else columns
 
         for slots in WARP_CACHED if narrow else ():
-            if reach(WARP * slots * lanes) <= below:
-                continue
             groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes))
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
@@ -2621,15 +2626,16 @@ class _SegmentScheduler:
         keep = self.kept_temps(plan)
         regions, staged_bytes = self.staged_regions(plan)
         buffer = self.row_buffer(plan, lanes)
+        flat_groups = None
+        if lanes > 1 and self.flat_rows(plan):
+            flat_groups = self.row_groups(cols_f, _narrow(reductions), lanes, self.row_registers(plan, keep, lanes), staged_bytes, flat=True)
         variants = []
-        for vector_lanes, condition, flat in self.row_variants(plan, lanes, cols_f):
+        for vector_lanes, condition, flat in self.row_variants(lanes, cols_f, flat_groups):
             scalar = vector_lanes == 1 and SCALAR_CACHED_ROWS > 0 and n - p == 1 and self.rows_dense(plan)
-            scalar = scalar and not (self.flat_rows(plan) and self.flat_below(lanes) == lanes)  # (then only rows shorter than a vector)
             registers = self.row_registers(plan, keep, vector_lanes, scalar)
-            groups = self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
+            groups = flat_groups if flat else self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 and not flat else (0, ()), scalar=scalar, flat=flat,
-                above=self.flat_below(lanes) if flat else 0,
+                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
             )
             variants += [(group, vector_lanes, _both(group.when, condition), flat) for group in groups]
         for group, vector_lanes, when, flat in variants:

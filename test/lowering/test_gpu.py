@@ -169,12 +169,14 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     vector = [launch for launch, n in zip(program.launches, lanes) if n == {8}]  # bf16: 8 per 16 bytes
     flat = [launch for launch, n in zip(program.launches, lanes) if n == {8, 1}]  # and elements past the tensor's last whole vector
     # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per
-    # pass; for rows that are not whole vectors past FLAT_ROWS_FROM, the blocks of those over the tensor's flat vectors
-    assert len(vector) == 7 and 0 < len(flat) < 7
-    for cols in (4096, 4100, 9000, 9008, 16383, 16385, 32768, 32770, 40000, 40007, 7, 9):
+    # pass; the same for rows that are not whole vectors, over the tensor's flat vectors (FLAT_ROWS), but for rows of
+    # 16K columns or fewer within a vector of a cached variant's columns (flat_boundary: those take the scalar variants)
+    assert len(vector) == 7 and len(flat) == 7
+    lengths = {4096: "vector", 4100: "flat", 9000: "vector", 9009: "flat", 32768: "vector", 32770: "flat", 40000: "vector", 40007: "flat"}
+    lengths |= {7: "scalar", 9: "flat", 1015: "flat", 1017: "scalar", 1023: "scalar", 1025: "flat", 16383: "scalar", 32767: "flat"}
+    for cols, scheme in lengths.items():
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        walks_flat = cols % 8 != 0 and cols >= gpu_schedule.FLAT_ROWS_FROM
-        assert len(chosen) == 1 and (chosen[0] in vector) == (cols % 8 == 0) and (chosen[0] in flat) == walks_flat
+        assert len(chosen) == 1 and {"vector": chosen[0] in vector, "flat": chosen[0] in flat}.get(scheme, chosen[0] not in vector + flat), cols
     (program,) = strided.programs.values()
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
 

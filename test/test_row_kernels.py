@@ -2,8 +2,8 @@
 the GPU's persistent row kernel (gpu_schedule.persistent_rows): a warp with
 the row in registers, blocks of 256 to 1024 threads with the row in
 registers, the staged block with the row in shared memory, a block reading
-the row once per pass, and the scalar variants for rows that are not a
-multiple of the vector width. float32 and bfloat16, against float64 NumPy
+the row once per pass, and for rows that are not a multiple of the vector
+width the same over the tensor's flat vectors, or the scalar variants. float32 and bfloat16, against float64 NumPy
 computed from the same inputs; given outputs poisoned with NaN, inputs
 checked unchanged."""
 

@@ -1371,7 +1371,7 @@ class _RowWalk:
         """A flat walk's (vector, first column) of the slot, computed here
         from the lane through :func:`_opaque`: else LLVM computes them once
         for the row and keeps them (64-bit each, for every slot) in the
-        registers the row's values need; ptxas spilled 300-500 B in 8-slot
+        registers the row's values need; ptxas spilled 300-1200 B in 8-slot
         blocks."""
         at = arith.AddIOp(arith.AddIOp(slot.chunk, _opaque(self.lane)).result, _scaled(self.width, slot.index)).result
         return at, arith.SubIOp(_scaled(at, self.lanes), self.flat.shift).result

@@ -1356,12 +1356,10 @@ class _RowWalk:
         + lane + j * width``, from column ``vector * lanes - shift``."""
         flat, lanes = self.flat, self.lanes
         chunk = arith.DivUIOp(base, _index(lanes)).result
-        first = arith.AddIOp(chunk, self.lane).result
         room = arith.SubIOp(self.cols, _index(lanes - 1)).result  # columns a whole vector may start at (rows of more than a vector)
         slots = []
         for j in range(count):
-            at = first if j == 0 else arith.AddIOp(first, _scaled(self.width, j)).result
-            col = arith.SubIOp(_scaled(at, lanes), flat.shift).result  # below 0 by the shift in the row's first vector
+            at, col = self._place(chunk, self.lane, j)  # (col below 0 by the shift in the row's first vector)
             inside = arith.CmpIOp(arith.CmpIPredicate.ule, at, flat.last).result
             whole = arith.CmpIOp(arith.CmpIPredicate.ult, col, room).result  # (a column below 0 compares as a large one)
             slots.append(_Slot(j, col, inside, self.row_ivs + [col], vector=at, chunk=chunk, whole=whole))
@@ -1373,7 +1371,13 @@ class _RowWalk:
         for the row and keeps them (64-bit each, for every slot) in the
         registers the row's values need; ptxas spilled 300-1200 B in 8-slot
         blocks."""
-        at = arith.AddIOp(arith.AddIOp(slot.chunk, _opaque(self.lane)).result, _scaled(self.width, slot.index)).result
+        return self._place(slot.chunk, _opaque(self.lane), slot.index)
+
+    def _place(self, chunk: ir.Value, lane: ir.Value, index: int) -> tuple[ir.Value, ir.Value]:
+        """(vector, first column) of a flat walk's slot ``index`` of ``lane``, in the chunk from vector ``chunk``."""
+        at = arith.AddIOp(chunk, lane).result
+        if index:
+            at = arith.AddIOp(at, _scaled(self.width, index)).result
         return at, arith.SubIOp(_scaled(at, self.lanes), self.flat.shift).result
 
     def columns_inside(self, slot: _Slot) -> list[ir.Value]:

@@ -1438,48 +1438,42 @@ class _RowWalk:
     def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
         k, lanes = self.k, self.lanes
         element = ir.MemRefType(operand.type).element_type
-        if self.flat is not None:
-            return self._flat_load(operand, amap, slot, element)
+        if self.flat is not None and amap != ir.AffineMap.get_identity(len(ivs)):
+            return self._flat_elements(operand, amap, slot)
         if lanes == 1 and slot.safe is None:  # a column of any layout, where the row has it
             buffer, indices = k.value(operand), k.indices(amap, ivs)
             return [_guarded(slot.inside, element, lambda: memref.LoadOp(buffer, indices).result)]
         key = (operand, str(amap))
         staged = self.staged.get(key)
-        col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
-        if staged is not None and key in self.filled and self.holds(key, slot):
-            view, index = staged, self.staged_index(col)
+        if self.flat is not None:  # the slot's vector, the row's last where the slot is past it
+            if staged is not None and key in self.filled:
+                loaded = memref.LoadOp(staged, [arith.MinUIOp(slot.vector, self.flat.last).result]).result
+            else:  # (the row's first vector plus the slot's, clamped: no index a slot keeps)
+                loaded = self._flat_vector(operand, arith.MinUIOp(arith.AddIOp(self.flat.first, slot.vector).result, self.flat.end).result, element)
         else:
-            view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
-        if slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
-            loaded = memref.LoadOp(view, [index]).result
-        else:
-            loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
+            col = slot.col if slot.safe is None else slot.safe  # the row's own column or its last vector (CLAMPED_LOADS)
+            if staged is not None and key in self.filled and self.holds(key, slot):
+                view, index = staged, self.staged_index(col)
+            else:
+                view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
+            if slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
+                loaded = memref.LoadOp(view, [index]).result
+            else:
+                loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
         if staged is not None and key not in self.filled:  # the first generic to read it keeps it
             self.keeping.append((loaded, staged, slot))
             self.filling.add(key)
         return [loaded] if lanes == 1 else [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
 
-    def _flat_load(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot, element: ir.Type) -> list[ir.Value]:
-        """A flat walk's values of ``operand`` at the slot: the vector (the
-        row's last where the slot is past it) of an operand read at the
-        generic's own indices, else (a weight) each column's element, at a
-        column in the row."""
-        k, lanes, flat = self.k, self.lanes, self.flat
-        if amap != ir.AffineMap.get_identity(len(slot.ivs)):
-            last, col = arith.SubIOp(self.cols, _index(1)).result, self.fresh(slot)[1]
-            columns = [arith.MinUIOp(arith.MaxSIOp(_index_plus(col, i), k.zero).result, last).result for i in range(lanes)]
-            view = k.view_argument(operand, 1)
-            return [memref.LoadOp(view, [k.linear_index(operand, k.indices(amap, slot.ivs[:-1] + [c]))]).result for c in columns]
-        key = (operand, str(amap))
-        staged = self.staged.get(key)
-        if staged is not None and key in self.filled:
-            loaded = memref.LoadOp(staged, [arith.MinUIOp(slot.vector, flat.last).result]).result
-        else:  # (the row's first vector plus the slot's, clamped: no index a slot keeps)
-            loaded = self._flat_vector(operand, arith.MinUIOp(arith.AddIOp(flat.first, slot.vector).result, flat.end).result, element)
-        if staged is not None and key not in self.filled:  # the first generic to read it keeps it
-            self.keeping.append((loaded, staged, slot))
-            self.filling.add(key)
-        return [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+    def _flat_elements(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot) -> list[ir.Value]:
+        """A flat walk's values at the slot of an operand not read at the
+        generic's own indices (a weight): each column's element, at a column
+        in the row."""
+        k = self.k
+        last, col = arith.SubIOp(self.cols, _index(1)).result, self.fresh(slot)[1]
+        columns = [arith.MinUIOp(arith.MaxSIOp(_index_plus(col, i), k.zero).result, last).result for i in range(self.lanes)]
+        view = k.view_argument(operand, 1)
+        return [memref.LoadOp(view, [k.linear_index(operand, k.indices(amap, slot.ivs[:-1] + [c]))]).result for c in columns]
 
     def _flat_vector(self, operand: ir.Value, at: ir.Value, element: ir.Type) -> ir.Value:
         """The tensor's vector ``at``: past its last whole vector (the
@@ -2414,7 +2408,7 @@ class _SegmentScheduler:
         if flat_groups is None:
             return variants
         (_, whole, _), (_, rest, _) = variants
-        flat = ["mul", ["sub", ["const", 1], ["eq", ["mod", cols_f, ["const", lanes]], ["const", 0]]], ["gt", cols_f, ["const", lanes]]]
+        flat = ["mul", rest, ["gt", cols_f, ["const", lanes]]]  # (rows of more than a vector that are not whole vectors)
         boundary = self.flat_boundary(flat_groups, lanes, cols_f)
         if boundary is not None:
             flat = ["mul", flat, ["sub", ["const", 1], boundary]]
@@ -2757,25 +2751,14 @@ class _SegmentScheduler:
         n, p = len(plan.anchor.iterators), plan.rank_p
         if not FLAT_ROWS or n - p != 1 or not self.rows_dense(plan):
             return False
-        return all(
-            amap == ir.AffineMap.get_identity(n)
-            for g, role in plan.steps
-            if role in ("full", "reduce")
-            for operand, amap in zip([*g.inputs, *g.outputs], g.maps)
-            if isinstance(operand.type, ir.ShapedType) and all(_uses_dim(amap, d) for d in range(n))
-        )
+        identity = ir.AffineMap.get_identity(n)
+        return all(amap == identity for _, amap in plan.tensors() if all(_uses_dim(amap, d) for d in range(n)))
 
     def rows_dense(self, plan: "_RowPlan") -> bool:
         """Whether every tensor a row kernel reads or writes along the row is
         dense, so that a scalar variant can load it at a flat index."""
         n, p = len(plan.anchor.iterators), plan.rank_p
-        return all(
-            self.layout(operand)[0]
-            for g, role in plan.steps
-            if role in ("full", "reduce")
-            for operand, amap in zip([*g.inputs, *g.outputs], g.maps)
-            if isinstance(operand.type, ir.ShapedType) and any(_uses_dim(amap, d) for d in range(p, n))
-        )
+        return all(self.layout(operand)[0] for operand, amap in plan.tensors() if any(_uses_dim(amap, d) for d in range(p, n)))
 
     def staged_regions(self, plan: "_RowPlan") -> tuple[dict[tuple, tuple[ir.Type, int]], int]:
         """What the staged variant keeps in shared memory, and its bytes per
@@ -3003,6 +2986,16 @@ class _RowPlan:
             if role in ("full", "reduce")
             for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)
             if list(arg.uses) and isinstance(operand.type, ir.ShapedType)
+        ]
+
+    def tensors(self) -> list[tuple[ir.Value, ir.AffineMap]]:
+        """(operand, map) of every tensor read or written by the generics over the full space."""
+        return [
+            (operand, amap)
+            for g, role in self.steps
+            if role in ("full", "reduce")
+            for operand, amap in zip([*g.inputs, *g.outputs], g.maps)
+            if isinstance(operand.type, ir.ShapedType)
         ]
 
     def full_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:

@@ -25,8 +25,13 @@ Method, per case, dtype and size:
    written in place. A mismatch is reported and the run exits non-zero.
 2. Timing: after warm-up, each call runs between two CUDA events on the
    current stream, after the L2 cache is flushed (a 256 MB write) and the
-   device synchronised; the median of --repeat calls is kept. Host overhead is
-   inside the events (the device idles while the host launches).
+   device synchronised; the median of --repeat calls is kept. The events time
+   the device's work alone: a spin kernel holds the stream until the host has
+   enqueued the start event, the call and the end event (a call the host took
+   longer to enqueue is timed again under a longer hold), as NVBench's
+   blocking kernel does. The host's cost is step 3's. ``--host-in-events``
+   times the older way, the device idle while the host launches, so host
+   latency is inside the events.
 3. Host cost: --host-calls back-to-back ``fd.execute`` calls on the same
    inputs (no flush, no synchronisation between them; the device works
    behind), timed with ``time.thread_time_ns`` (CPU time of the calling
@@ -261,23 +266,43 @@ def check_correct(fd, case: Case, inputs, dtype_name: str) -> float:
     return float(error.max())
 
 
-def median_ms(fn, repeat: int, warmup: int, flush) -> float:
-    """Median time of ``fn`` between CUDA events, each call after an L2 flush
-    and a synchronisation."""
+HOLD_CYCLES = 1 << 18  # the first hold: about 130 us of GPU clock, doubled whenever the host needs longer
+
+
+def median_ms(fn, repeat: int, warmup: int, flush, hold: bool = True) -> float:
+    """Median device time of ``fn`` between CUDA events, each call after an L2
+    flush and a synchronisation.
+
+    With ``hold``, a spin kernel (``torch.cuda._sleep``) holds the stream while
+    the host enqueues the start event, ``fn`` and the end event, so the events
+    time the device's work alone; the host's own cost is measured apart
+    (``host_us_per_call``). A call whose enqueueing outlasted the hold is timed
+    again with a hold twice as long, so host time never enters the window.
+    Without ``hold`` (``--host-in-events``), the device idles while the host
+    launches, and that latency is inside the events."""
     import torch
 
+    global HOLD_CYCLES
     for _ in range(warmup):
         fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    held, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     times = []
-    for _ in range(repeat):
+    while len(times) < repeat:
         if flush is not None:
             flush.zero_()
         torch.cuda.synchronize()
+        enqueue = time.perf_counter()
+        if hold:
+            held.record()
+            torch.cuda._sleep(HOLD_CYCLES)
         start.record()
         fn()
         end.record()
+        enqueue = (time.perf_counter() - enqueue) * 1e3
         end.synchronize()
+        if hold and held.elapsed_time(start) < 1.5 * enqueue + 0.01:
+            HOLD_CYCLES *= 2  # the host was still enqueueing when the hold ended
+            continue
         times.append(start.elapsed_time(end))
     return statistics.median(times)
 
@@ -311,7 +336,7 @@ def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush, hidden: i
         "eager": lambda: case.torch_fn(*inputs),
         "compile": lambda: compiled(*inputs),
     }
-    ms = {name: median_ms(fn, args.repeat, args.warmup, flush) for name, fn in timings.items()}
+    ms = {name: median_ms(fn, args.repeat, args.warmup, flush, hold=not args.host_in_events) for name, fn in timings.items()}
     row["model_bytes"] = model_bytes
     row["ms"] = ms
     row["GBps"] = {name: model_bytes / (t * 1e-3) / 1e9 for name, t in ms.items()}
@@ -425,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
     parser.add_argument("--no-l2-flush", action="store_true", help="keep the L2 cache warm between timed calls")
+    parser.add_argument("--host-in-events", action="store_true", help="no hold: the host's launch latency is inside the timed window")
     parser.add_argument("--host-calls", type=int, default=100, help="back-to-back calls per host-timing batch (default 100)")
     parser.add_argument("--host-batches", type=int, default=5, help="host-timing batches; the median is kept (default 5)")
     parser.add_argument("--json", default=None, help="output path (default bench/results/h200.json on an H200, else bench/results/<gpu name>.json)")
@@ -485,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         "host_calls": args.host_calls,
         "host_batches": args.host_batches,
         "l2_flush": flush is not None,
+        "timing": "host latency inside the events" if args.host_in_events else "device time (stream held while the host enqueues)",
         "hidden": HIDDEN,
         "norm_hidden": hiddens,
         "tolerance": TOLERANCE,

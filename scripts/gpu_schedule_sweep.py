@@ -14,7 +14,8 @@ not follow a setting. CASES is a comma-separated list of case:dtype:hidden
 
 For each setting and case, prints the time of one call within 20 back-to-back
 calls (host time hidden behind the device: the kernels' own time) and of one
-call alone after an L2 flush (bench/run.py's method: host time inside), each
+call alone after an L2 flush (bench/run.py's method: device time, the stream
+held while the host enqueues), each
 against a copy of the same bytes timed the same way, after checking the
 result against PyTorch in float64.
 FUSER_CACHE=0 keeps kernels compiled under one setting out of the next. A

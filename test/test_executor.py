@@ -1,6 +1,7 @@
 """FusionExecutorCache: one compilation per signature, symbolic sizes, input
 validation before anything runs, and given (preallocated) outputs."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -243,21 +244,53 @@ def test_division_by_a_value_per_row_of_any_magnitude(device):
     np.testing.assert_array_equal(divisors, before[1])
 
 
-def test_outer_reductions_whose_last_splits_start_past_the_rows(device):
+@pytest.mark.parametrize("rows, cols", [(4300, 2047), (2140, 2048), (37, 2048), (3, 2047), (9, 40)])
+def test_outer_reductions_whose_last_splits_start_past_the_rows(device, rows, cols):
     """The GPU's outer reduction gives each of S splits ceil(rows / S) rows
-    (gpu_schedule.outer_reduction): with 4300 rows of 2048 columns, 132 splits
-    of 33 rows, so the last one starts past row 4300 and must read nothing
-    (each split also reads 4 rows per iteration, then the rest one by one).
-    A max and a sum, against float64."""
+    (gpu_schedule.outer_reduction), the last ones maybe starting past the
+    rows, where they must read nothing (each split also reads 4 rows per
+    iteration, then the rest one by one): a column a thread for 2047
+    columns (4300 rows: 132 splits of 33, the last from row 4323), tiles of
+    16-byte vectors for 2048 (outer_tiles; 2140 rows: 66 splits of 33, the
+    last from row 2145, and each warp every 8th row of its split); 40
+    columns leave most of a tile's lanes outside. A max and a sum, against
+    float64."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(x, dims=[0]))
         fd.add_output(fd.ops.max(x, dims=[0]))
-    for rows in (4300, 37, 3):
-        x = rand(rows, 2048)
-        before = x.copy()
-        outs = [to_device(np.full(2048, np.nan, np.float32), device) for _ in range(2)]
-        total, largest = fd.execute([to_device(x, device)], outputs=outs)
-        np.testing.assert_allclose(to_host(total), x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
-        np.testing.assert_array_equal(to_host(largest), x.max(axis=0))
-        np.testing.assert_array_equal(x, before)
+    x = rand(rows, cols)
+    before = x.copy()
+    outs = [to_device(np.full(cols, np.nan, np.float32), device) for _ in range(2)]
+    total, largest = fd.execute([to_device(x, device)], outputs=outs)
+    np.testing.assert_allclose(to_host(total), x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(to_host(largest), x.max(axis=0))
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_outer_reductions_read_columns_and_rows_of_other_inputs(device, dtype):
+    """An outer reduction of x * w * r (w along the columns, r along the
+    rows; bfloat16 or float32, computed in float32) and the max of x, over
+    rows: in tiles of vectors where the columns are whole 16-byte vectors
+    (1024 and 1016 columns; 1020 only in float32), else a column a thread
+    (1020 bfloat16, 1021); against float64, the inputs unchanged."""
+    np_dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float32)
+    kind = DataType.BFloat16 if dtype == "bfloat16" else DataType.Float
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=kind)
+        w = fd.define_tensor(shape=[-1], dtype=kind)
+        r = fd.define_tensor(shape=[-1, 1], dtype=kind)
+        up = [fd.ops.cast(t, DataType.Float) for t in (x, w, r)]
+        fd.add_output(fd.ops.sum(up[0] * up[1] * up[2], dims=[0]))
+        fd.add_output(fd.ops.max(up[0], dims=[0]))
+    for cols in (1024, 1016, 1020, 1021):
+        inputs = [rand(300, cols).astype(np_dtype), rand(cols).astype(np_dtype), rand(300, 1).astype(np_dtype)]
+        before = [a.copy() for a in inputs]
+        outs = [to_device(np.full(cols, np.nan, np.float32), device) for _ in range(2)]
+        total, largest = fd.execute([to_device(a, device) for a in inputs], outputs=outs)
+        wide = [a.astype(np.float64) for a in inputs]
+        np.testing.assert_allclose(to_host(total), (wide[0] * wide[1] * wide[2]).sum(axis=0), rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(to_host(largest), wide[0].max(axis=0))
+        for a, b in zip(inputs, before):
+            np.testing.assert_array_equal(a, b)

@@ -78,7 +78,10 @@ outer reduction (R dims before the P dims, a full reduction included)
     is split into ``S`` chunks along ``blockIdx.y`` so that tall inputs
     still fill the GPU, each writing a
     partial result to a ``[S, columns]`` temporary; a second kernel combines
-    the ``S`` partials of each column.
+    the ``S`` partials of each column. Columns that are whole 16-byte
+    vectors of dense, aligned inputs are read a vector a lane, in tiles of
+    a block's warps that take every 8th row of the split and combine their
+    results in shared memory (:data:`OUTER_VECTORS`).
 serial (any other reduction)
     one thread per output element looping over the whole R space.
 
@@ -136,6 +139,13 @@ OUTER_MIN_ROWS = 32
 #: Rows a thread of the outer-reduction scheme reads per loop iteration (all
 #: loads first, one partial result each): loads in flight per thread.
 OUTER_UNROLL = 4
+#: Outer reductions whose inputs along the columns are dense, aligned and
+#: read at their own last dim (one column dim) read 16-byte vectors where
+#: the column count is a multiple of the vector: a block of warps, a lane a
+#: vector of consecutive columns, each warp every ``THREADS // WARP``-th row
+#: of the split, the warps' results combined in shared memory
+#: (:meth:`_SegmentScheduler.outer_tiles`). False: a column a thread.
+OUTER_VECTORS = True
 
 #: Bytes per vector load/store of the flat pointwise scheme.
 VECTOR_BYTES = 16
@@ -804,6 +814,18 @@ def _vector_index(flat: ir.Value, lanes: int) -> ir.Value:
     if EXACT_VECTOR_LANES and lanes >= EXACT_VECTOR_LANES:
         quotient.operation.attributes["isExact"] = ir.UnitAttr.get()
     return quotient.result
+
+
+def _vector_lanes(widths: Sequence[tuple[int, int]]) -> int:
+    """Elements per 16-byte vector access of operands of (element bytes,
+    alignment) ``widths``: the most that the widest element allows and
+    every alignment divides; 1 (scalar access) for none."""
+    if not widths:
+        return 1
+    lanes = VECTOR_BYTES // max(size for size, _ in widths)
+    while lanes > 1 and any(alignment % (lanes * size) for size, alignment in widths):
+        lanes //= 2
+    return lanes
 
 
 def _dimension(name: str) -> ir.Attribute:
@@ -2367,12 +2389,26 @@ class _SegmentScheduler:
                 if not dense:
                     return 1
                 widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), alignment))
-        if not widths:
+        return _vector_lanes(widths)
+
+    def outer_lanes(self, g: _Generic) -> int:
+        """Columns per vector load of an outer reduction's tiles
+        (:data:`OUTER_VECTORS`): every input read along its one column dim
+        reads it as its own last, dense dim from a buffer aligned to the
+        vector; 1 otherwise. The launch program adds the condition that the
+        column count is a multiple of it."""
+        inner = len(g.iterators) - 1
+        if not OUTER_VECTORS or len(g.parallel) != 1 or any(op.name == "linalg.index" for op in g.body.operations):
             return 1
-        lanes = VECTOR_BYTES // max(size for size, _ in widths)
-        while lanes > 1 and any(alignment % (lanes * size) for size, alignment in widths):
-            lanes //= 2
-        return lanes
+        widths = []
+        for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+            if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
+                continue
+            dense, alignment = self.layout(operand)
+            if not _column_last(amap, inner) or not dense:
+                return 1
+            widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), alignment))
+        return _vector_lanes(widths)
 
     @staticmethod
     def vector_variants(lanes: int, cols_f: list, nonempty: bool = False) -> list[tuple[int, list | None]]:
@@ -2513,33 +2549,43 @@ class _SegmentScheduler:
         ps, rs = g.parallel, g.reduction
         size = self.size_formulas(g)
         cols_f, rows_f = _product([size[d] for d in ps]), _product([size[d] for d in rs])
-        column_blocks = _ceildiv(cols_f, THREADS)
-        splits = ["max", ["const", 1], ["min", _ceildiv(rows_f, OUTER_MIN_ROWS), _ceildiv(["const", OUTER_TARGET_BLOCKS], column_blocks)]]
+        lanes = self.outer_lanes(g)
+        variants = self.vector_variants(lanes, cols_f)
+
+        def splits_for(width: int) -> list:  # splits filling OUTER_TARGET_BLOCKS blocks of `width` columns
+            return ["max", ["const", 1], ["min", _ceildiv(rows_f, OUTER_MIN_ROWS), _ceildiv(["const", OUTER_TARGET_BLOCKS], _ceildiv(cols_f, width))]]
+
+        splits = splits_for(THREADS)
+        if lanes > 1 and WARP * lanes != THREADS:  # one scratch shape for both variants: each its own splits
+            (_, divisible), (_, rest) = variants
+            splits = ["add", ["mul", divisible, splits_for(WARP * lanes)], ["mul", rest, splits]]
         partials = []
         for output in g.outputs:
             element = ir.MemRefType(output.type).element_type
             partials.append(self.scratch(element, [splits, cols_f]))
 
         # kernel A: partial results of each split of the reduced rows
-        k = self.kernel()
-        with ir.InsertionPoint(k.entry), self.location:
-            sizes = k.loop_sizes(g)
-            cols, rows = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
-            buffers = [k.value(p) for p in partials]
-            count = memref.DimOp(buffers[0], _index(0)).result
-            col = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
-            split = k.special("block", "y")
-            inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result)
-            with ir.InsertionPoint(inside.then_block):
-                chunk = arith.CeilDivUIOp(rows, count).result
-                start = arith.MinUIOp(rows, arith.MulIOp(split, chunk).result).result  # the last splits may start past the rows
-                stop = arith.MinUIOp(rows, arith.AddIOp(start, chunk).result).result
-                col_ivs = k.delinearize(col, [sizes[d] for d in ps])
-                accs = self._unrolled_rows(k, g, start, stop, [k.value(v) for v in inits], lambda row: k.delinearize(row, [sizes[d] for d in rs]) + col_ivs)
-                for acc, buffer in zip(accs, buffers):
-                    memref.StoreOp(acc, buffer, [split, col])
-                scf.YieldOp([])
-        k.finish([column_blocks, splits, ["const", 1]])
+        for n, when in variants:
+            if n > 1:
+                self.outer_tiles(g, inits, partials, n, [_ceildiv(cols_f, WARP * n), splits, ["const", 1]], when)
+                continue
+            k = self.kernel()
+            with ir.InsertionPoint(k.entry), self.location:
+                sizes = k.loop_sizes(g)
+                cols, rows = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
+                buffers = [k.value(p) for p in partials]
+                count = memref.DimOp(buffers[0], _index(0)).result
+                col = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
+                split = k.special("block", "y")
+                inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result)
+                with ir.InsertionPoint(inside.then_block):
+                    start, stop = self._split_rows(rows, count, split)
+                    col_ivs = k.delinearize(col, [sizes[d] for d in ps])
+                    accs = self._unrolled_rows(k, g, start, stop, [k.value(v) for v in inits], lambda row: k.delinearize(row, [sizes[d] for d in rs]) + col_ivs)
+                    for acc, buffer in zip(accs, buffers):
+                        memref.StoreOp(acc, buffer, [split, col])
+                    scf.YieldOp([])
+            k.finish([_ceildiv(cols_f, THREADS), splits, ["const", 1]], when=when)
 
         # kernel B: combine the splits of each column
         k = self.kernel()
@@ -2564,26 +2610,122 @@ class _SegmentScheduler:
         k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]])
 
     @staticmethod
-    def _unrolled_rows(k: _Kernel, g: _Generic, start, stop, inits, ivs_at) -> list[ir.Value]:
+    def _split_rows(rows: ir.Value, count: ir.Value, split: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """The rows ``[start, stop)`` of split ``split`` of ``count``."""
+        chunk = arith.CeilDivUIOp(rows, count).result
+        start = arith.MinUIOp(rows, arith.MulIOp(split, chunk).result).result  # the last splits may start past the rows
+        return start, arith.MinUIOp(rows, arith.AddIOp(start, chunk).result).result
+
+    def outer_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], lanes: int, grid: list, when: list) -> None:
+        """Kernel A of an outer reduction whose columns are whole vectors
+        (:data:`OUTER_VECTORS`): a block of ``THREADS // WARP`` warps takes
+        ``WARP`` vectors of columns; lane ``l`` of warp ``w`` reads the vector
+        ``l`` of every ``w``-th row of the split (a warp reads 512
+        consecutive bytes of a row), keeping a result per column; the warps'
+        results meet in shared memory, and thread ``t`` combines column ``t``
+        of the block's over the warps into the split's partial result."""
+        ps, rs, n = g.parallel, g.reduction, len(inits)
+        warps, width = THREADS // WARP, WARP * lanes
+        inner = len(g.iterators) - 1
+        k = self.kernel()
+        with ir.InsertionPoint(k.entry), self.location:
+            sizes = k.loop_sizes(g)
+            cols, rows = sizes[ps[0]], k.product([sizes[d] for d in rs])
+            buffers = [k.value(p) for p in partials]
+            count = memref.DimOp(buffers[0], _index(0)).result
+            thread, split = k.special("thread"), k.special("block", "y")
+            lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+            first = arith.MulIOp(k.special("block"), _index(width)).result  # the block's first column
+            col = arith.AddIOp(first, _scaled(lane, lanes)).result
+            start, stop = self._split_rows(rows, count, split)
+            mine = arith.DivUIOp(arith.AddIOp(arith.SubIOp(stop, start).result, arith.SubIOp(_index(warps - 1), warp).result).result, _index(warps)).result
+
+            def ivs_at(i: ir.Value) -> list[list]:  # each column's indices at the warp's i-th row
+                row = k.delinearize(arith.AddIOp(arith.AddIOp(start, warp).result, _scaled(i, warps)).result, [sizes[d] for d in rs])
+                return [row + [col if j == 0 else _index_plus(col, j)] for j in range(lanes)]
+
+            def values_at(columns: list[list]) -> list[list]:  # each column's input values
+                loaded = []
+                for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+                    if not list(arg.uses):
+                        loaded.append([None] * lanes)
+                    elif isinstance(operand.type, ir.ShapedType) and _uses_dim(amap, inner):
+                        flat = _vector_index(k.linear_index(operand, k.indices(amap, columns[0])), lanes)
+                        whole = memref.LoadOp(k.view_argument(operand, lanes), [flat]).result
+                        loaded.append([vector.ExtractOp(whole, [], [j]).result for j in range(lanes)])
+                    else:
+                        loaded.append([k.load(operand, amap, columns[0])] * lanes)
+                return [[values[j] for values in loaded] for j in range(lanes)]
+
+            neutral = [k.value(v) for v in inits]
+            inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result, [v.type for v in neutral] * lanes, has_else=True)
+            with ir.InsertionPoint(inside.then_block):
+                accs = self._unrolled_rows(k, g, k.zero, mine, neutral, ivs_at, values_at, lanes)
+                scf.YieldOp([acc for column in accs for acc in column])
+            with ir.InsertionPoint(inside.else_block):
+                scf.YieldOp(neutral * lanes)
+            results = list(inside.results)
+            tiles = [k.workgroup_global(f"tile{i}", warps * width, v.type) for i, v in enumerate(neutral)]
+            mine_at = arith.AddIOp(_scaled(warp, width), _scaled(lane, lanes)).result
+            for j in range(lanes):
+                for i, tile in enumerate(tiles):
+                    memref.StoreOp(results[j * n + i], tile, [mine_at if j == 0 else _index_plus(mine_at, j)])
+            gpu.BarrierOp()
+            column = arith.AddIOp(first, thread).result
+            owner = arith.AndIOp(
+                arith.CmpIOp(arith.CmpIPredicate.ult, thread, _index(width)).result, arith.CmpIOp(arith.CmpIPredicate.ult, column, cols).result
+            ).result
+            combine = scf.IfOp(owner)
+            with ir.InsertionPoint(combine.then_block):
+                over = [[memref.LoadOp(tile, [_index_plus(thread, w * width)]).result for tile in tiles] for w in range(warps)]
+                for total, buffer in zip(_combine_all(over, g.combining_ops()), buffers):
+                    memref.StoreOp(total, buffer, [split, column])
+                scf.YieldOp([])
+        k.finish(grid, when=when)
+
+    @staticmethod
+    def _unrolled_rows(k: _Kernel, g: _Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1) -> list:
         """``g``'s accumulators over rows ``[start, stop)``, :data:`OUTER_UNROLL`
         rows per iteration with their loads issued first and one partial
         result each (from ``inits``, neutral), the rest one by one, the
-        partials combined at the end."""
+        partials combined at the end. With ``values_at``, a row is ``width``
+        columns: ``ivs_at(row)`` gives each column's indices, ``values_at``
+        of those each column's input values, and the result is a list of
+        accumulators per column."""
+        columns_of = values_at is not None
+        if not columns_of:
+            one_ivs_at = ivs_at
+            ivs_at = lambda row: [one_ivs_at(row)]  # noqa: E731
+            values_at = lambda columns: [k.input_values(g, columns[0])]  # noqa: E731
         unroll, n = OUTER_UNROLL, len(inits)
+        step = n * width  # accumulators a row
         whole = arith.MulIOp(arith.DivUIOp(arith.SubIOp(stop, start).result, _index(unroll)).result, _index(unroll)).result
         middle = arith.AddIOp(start, whole).result
-        loop = scf.ForOp(start, middle, _index(unroll), list(inits) * unroll)
+        loop = scf.ForOp(start, middle, _index(unroll), list(inits) * (unroll * width))
         with ir.InsertionPoint(loop.body):
             rows = [ivs_at(arith.AddIOp(loop.induction_variable, _index(j)).result) for j in range(unroll)]
-            loaded = [k.input_values(g, ivs) for ivs in rows]
+            loaded = [values_at(columns) for columns in rows]
             carried = list(loop.inner_iter_args)
-            updated = [k.apply(g, values + carried[j * n : (j + 1) * n], rows[j]) for j, values in enumerate(loaded)]
-            scf.YieldOp([v for partial in updated for v in partial])
-        partials = [list(loop.results)[j * n : (j + 1) * n] for j in range(unroll)]
-        rest = scf.ForOp(middle, stop, _index(1), partials[0])
+            updated = []
+            for j, (columns, values) in enumerate(zip(rows, loaded)):
+                for c, (ivs, column) in enumerate(zip(columns, values)):
+                    at = j * step + c * n
+                    updated += k.apply(g, column + carried[at : at + n], ivs)
+            scf.YieldOp(updated)
+        results = list(loop.results)
+        rest = scf.ForOp(middle, stop, _index(1), results[:step])
         with ir.InsertionPoint(rest.body):
-            scf.YieldOp(k.body(g, ivs_at(rest.induction_variable), list(rest.inner_iter_args)))
-        return _combine_all([list(rest.results)] + partials[1:], g.combining_ops())
+            columns, carried = ivs_at(rest.induction_variable), list(rest.inner_iter_args)
+            updated = []
+            for c, (ivs, column) in enumerate(zip(columns, values_at(columns))):
+                updated += k.apply(g, column + carried[c * n : (c + 1) * n], ivs)
+            scf.YieldOp(updated)
+        last = list(rest.results)
+        accs = [
+            _combine_all([last[c * n : (c + 1) * n]] + [results[j * step + c * n : j * step + (c + 1) * n] for j in range(1, unroll)], g.combining_ops())
+            for c in range(width)
+        ]
+        return accs if columns_of else accs[0]
 
     def scratch(self, element: ir.Type, shape: list[list]) -> ir.Value:
         """A new temporary, as a host value: an argument of a scratch block

@@ -136,6 +136,43 @@ def test_outer_reduction_splits_rows_into_partials_then_combines_them():
     assert evaluate(program.temps[0].shape[0], [(0, 4, 8), (4, 8)], []) == 1  # empty reductions still write the identity
 
 
+def outer_sum(dtype):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+        fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), dims=[0]))
+    return fd
+
+
+@pytest.mark.parametrize("dtype, lanes", [(DataType.Float, 4), (DataType.BFloat16, 8)])
+def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, lanes):
+    """Dense, aligned columns that are whole 16-byte vectors take the tiles
+    (gpu_schedule.OUTER_VECTORS): a lane a vector of columns, a warp 32
+    vectors of a row, the block's 8 warps every 8th row of the split, their
+    results combined through shared memory after a barrier; other column
+    counts a column a thread, as before. Each variant sizes the one scratch
+    by its own splits (equal for bfloat16, whose tile is 256 columns wide,
+    the column kernel's block)."""
+    context, module = outlined(outer_sum(dtype))
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    text = str(scheduled.module)
+    (program,) = scheduled.programs.values()
+    tiles, columns, combine = program.launches
+    whole, odd = [(65536, 1024), (1024,)], [(65536, 1023), (1023,)]
+    assert evaluate(tiles.when, whole, []) == 1 and evaluate(columns.when, whole, []) == 0 and combine.when is None
+    assert evaluate(tiles.when, odd, []) == 0 and evaluate(columns.when, odd, []) == 1
+    assert evaluate(tiles.grid[0], whole, []) == -(-1024 // (32 * lanes)) and evaluate(columns.grid[0], odd, []) == 4
+    splits = program.temps[0].shape[0]
+    assert evaluate(splits, whole, []) == -(-1056 // (1024 // (32 * lanes))) and evaluate(splits, odd, []) == 264
+    assert evaluate(tiles.grid[1], whole, []) == evaluate(splits, whole, [])
+    assert evaluate(splits, [(0, 1024), (1024,)], []) == 1  # empty reductions still write the identity
+    tile = kernel_text(text, tiles.kernel)
+    element = "f32" if lanes == 4 else "bf16"
+    assert len(re.findall(rf"memref\.load .*memref<\?xvector<{lanes}x{element}>>", tile)) == 4 + 1  # OUTER_UNROLL rows, then the rest one by one
+    assert tile.count("gpu.barrier") == 1 and f"memref<{8 * 32 * lanes}xf32, #gpu.address_space<workgroup>>" in text
+    assert "vector<" not in kernel_text(text, columns.kernel)
+
+
 def test_reductions_of_non_adjacent_dims_run_one_thread_per_output():
     _, programs = schedule(sums([0, 2]))
     (program,) = programs.values()

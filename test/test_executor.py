@@ -253,8 +253,9 @@ def test_outer_reductions_whose_last_splits_start_past_the_rows(device, rows, co
     columns (4300 rows: 132 splits of 33, the last from row 4323), tiles of
     16-byte vectors for 2048 (outer_tiles; 2140 rows: 66 splits of 33, the
     last from row 2145, and each warp every 8th row of its split); 40
-    columns leave most of a tile's lanes outside. A max and a sum, against
-    float64."""
+    columns leave most of a tile's lanes outside. 132 and 66 splits are
+    combined in tiles too (combine_tiles), 1 and 2 a thread a column. A max
+    and a sum, against float64."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(x, dims=[0]))

@@ -81,7 +81,9 @@ outer reduction (R dims before the P dims, a full reduction included)
     the ``S`` partials of each column. Columns that are whole 16-byte
     vectors of dense, aligned inputs are read a vector a lane, in tiles of
     a block's warps that take every 8th row of the split and combine their
-    results in shared memory (:data:`OUTER_VECTORS`).
+    results in shared memory (:data:`OUTER_VECTORS`); many splits are
+    combined the same way, a block's warps each taking every 8th split of
+    32 columns (:data:`OUTER_COMBINE_TILES`).
 serial (any other reduction)
     one thread per output element looping over the whole R space.
 
@@ -146,6 +148,11 @@ OUTER_UNROLL = 4
 #: of the split, the warps' results combined in shared memory
 #: (:meth:`_SegmentScheduler.outer_tiles`). False: a column a thread.
 OUTER_VECTORS = True
+#: Splits from which the outer reduction's second kernel combines them in
+#: tiles (:meth:`_SegmentScheduler.combine_tiles`: a block's warps take 32
+#: columns, each warp every 8th split) instead of a thread a column looping
+#: over every split. 0: never.
+OUTER_COMBINE_TILES = 16
 
 #: Bytes per vector load/store of the flat pointwise scheme.
 VECTOR_BYTES = 16
@@ -826,6 +833,14 @@ def _vector_lanes(widths: Sequence[tuple[int, int]]) -> int:
     while lanes > 1 and any(alignment % (lanes * size) for size, alignment in widths):
         lanes //= 2
     return lanes
+
+
+def _warp_share(count: ir.Value, warp: ir.Value) -> ir.Value:
+    """How many of ``count`` items warp ``warp`` of a block takes when the
+    block's ``THREADS // WARP`` warps deal them out in turn (items ``warp``,
+    ``warp + THREADS // WARP``, ...)."""
+    warps = THREADS // WARP
+    return arith.DivUIOp(arith.AddIOp(count, arith.SubIOp(_index(warps - 1), warp).result).result, _index(warps)).result
 
 
 def _dimension(name: str) -> ir.Attribute:
@@ -2588,6 +2603,9 @@ class _SegmentScheduler:
             k.finish([_ceildiv(cols_f, THREADS), splits, ["const", 1]], when=when)
 
         # kernel B: combine the splits of each column
+        tiled = ["gt", splits, ["const", OUTER_COMBINE_TILES - 1]] if OUTER_COMBINE_TILES else None
+        if tiled is not None:
+            self.combine_tiles(g, inits, partials, [_ceildiv(cols_f, WARP), ["const", 1], ["const", 1]], tiled)
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
             sizes = k.loop_sizes(g)
@@ -2607,7 +2625,45 @@ class _SegmentScheduler:
                 ivs = [k.zero] * len(rs) + k.delinearize(col, [sizes[d] for d in ps])
                 k.store(g, list(combine.results), ivs)
                 scf.YieldOp([])
-        k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]])
+        k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]], when=None if tiled is None else ["sub", ["const", 1], tiled])
+
+    def combine_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list) -> None:
+        """Kernel B of an outer reduction of many splits (:data:`OUTER_COMBINE_TILES`):
+        a block's warps take ``WARP`` columns, warp ``w`` combining the
+        splits ``w``, ``w + THREADS // WARP``, ... of its lane's column
+        (:data:`OUTER_UNROLL` at a time), and the warps' results meet in
+        shared memory (:meth:`_warps_combined`) before the first warp
+        stores the columns' results."""
+        ps, rs, ops, warps = g.parallel, g.reduction, g.combining_ops(), THREADS // WARP
+        k = self.kernel()
+        with ir.InsertionPoint(k.entry), self.location:
+            sizes = k.loop_sizes(g)
+            cols = k.product([sizes[d] for d in ps])
+            buffers = [k.value(p) for p in partials]
+            count = memref.DimOp(buffers[0], _index(0)).result
+            thread = k.special("thread")
+            lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+            first = arith.MulIOp(k.special("block"), _index(WARP)).result
+            col = arith.AddIOp(first, lane).result
+            mine = _warp_share(count, warp)
+            neutral = [k.value(v) for v in inits]
+            inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result, [v.type for v in neutral], has_else=True)
+            with ir.InsertionPoint(inside.then_block):
+                (accs,) = self._unrolled_rows(
+                    k, g, k.zero, mine, neutral,
+                    lambda i: [[arith.AddIOp(warp, _scaled(i, warps)).result]],  # the warp's i-th split
+                    lambda columns: [[memref.LoadOp(buffer, [columns[0][0], col]).result for buffer in buffers]],
+                    apply=lambda values, accs, ivs: _combine(ops, accs, values),
+                )
+                scf.YieldOp(accs)
+            with ir.InsertionPoint(inside.else_block):
+                scf.YieldOp(neutral)
+
+            def store(column: ir.Value, totals: list[ir.Value]) -> None:
+                k.store(g, totals, [k.zero] * len(rs) + k.delinearize(column, [sizes[d] for d in ps]))
+
+            self._warps_combined(k, g, list(inside.results), 1, first, cols, store)
+        k.finish(grid, when=when)
 
     @staticmethod
     def _split_rows(rows: ir.Value, count: ir.Value, split: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -2619,12 +2675,13 @@ class _SegmentScheduler:
     def outer_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], lanes: int, grid: list, when: list) -> None:
         """Kernel A of an outer reduction whose columns are whole vectors
         (:data:`OUTER_VECTORS`): a block of ``THREADS // WARP`` warps takes
-        ``WARP`` vectors of columns; lane ``l`` of warp ``w`` reads the vector
-        ``l`` of every ``w``-th row of the split (a warp reads 512
-        consecutive bytes of a row), keeping a result per column; the warps'
-        results meet in shared memory, and thread ``t`` combines column ``t``
-        of the block's over the warps into the split's partial result."""
-        ps, rs, n = g.parallel, g.reduction, len(inits)
+        ``WARP`` vectors of columns; lane ``l`` of warp ``w`` reads vector
+        ``l`` of the split's rows ``w``, ``w + THREADS // WARP``, ... (a
+        warp reads 512 consecutive bytes of a row), keeping a result per
+        column; the warps' results meet in shared memory, and thread ``t``
+        combines column ``t`` of the block's over the warps into the split's
+        partial result (:meth:`_warps_combined`)."""
+        ps, rs = g.parallel, g.reduction
         warps, width = THREADS // WARP, WARP * lanes
         inner = len(g.iterators) - 1
         k = self.kernel()
@@ -2638,7 +2695,7 @@ class _SegmentScheduler:
             first = arith.MulIOp(k.special("block"), _index(width)).result  # the block's first column
             col = arith.AddIOp(first, _scaled(lane, lanes)).result
             start, stop = self._split_rows(rows, count, split)
-            mine = arith.DivUIOp(arith.AddIOp(arith.SubIOp(stop, start).result, arith.SubIOp(_index(warps - 1), warp).result).result, _index(warps)).result
+            mine = _warp_share(arith.SubIOp(stop, start).result, warp)
 
             def ivs_at(i: ir.Value) -> list[list]:  # each column's indices at the warp's i-th row
                 row = k.delinearize(arith.AddIOp(arith.AddIOp(start, warp).result, _scaled(i, warps)).result, [sizes[d] for d in rs])
@@ -2664,39 +2721,58 @@ class _SegmentScheduler:
                 scf.YieldOp([acc for column in accs for acc in column])
             with ir.InsertionPoint(inside.else_block):
                 scf.YieldOp(neutral * lanes)
-            results = list(inside.results)
-            tiles = [k.workgroup_global(f"tile{i}", warps * width, v.type) for i, v in enumerate(neutral)]
-            mine_at = arith.AddIOp(_scaled(warp, width), _scaled(lane, lanes)).result
-            for j in range(lanes):
-                for i, tile in enumerate(tiles):
-                    memref.StoreOp(results[j * n + i], tile, [mine_at if j == 0 else _index_plus(mine_at, j)])
-            gpu.BarrierOp()
-            column = arith.AddIOp(first, thread).result
-            owner = arith.AndIOp(
-                arith.CmpIOp(arith.CmpIPredicate.ult, thread, _index(width)).result, arith.CmpIOp(arith.CmpIPredicate.ult, column, cols).result
-            ).result
-            combine = scf.IfOp(owner)
-            with ir.InsertionPoint(combine.then_block):
-                over = [[memref.LoadOp(tile, [_index_plus(thread, w * width)]).result for tile in tiles] for w in range(warps)]
-                for total, buffer in zip(_combine_all(over, g.combining_ops()), buffers):
+
+            def store(column: ir.Value, totals: list[ir.Value]) -> None:
+                for total, buffer in zip(totals, buffers):
                     memref.StoreOp(total, buffer, [split, column])
-                scf.YieldOp([])
+
+            self._warps_combined(k, g, list(inside.results), lanes, first, cols, store)
         k.finish(grid, when=when)
 
     @staticmethod
-    def _unrolled_rows(k: _Kernel, g: _Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1) -> list:
+    def _warps_combined(k: _Kernel, g: _Generic, results: list[ir.Value], lanes: int, first: ir.Value, cols: ir.Value, store) -> None:
+        """A tile's warps' results (a lane's ``lanes`` columns' accumulators,
+        column by column, from column ``first`` plus ``lanes`` times the
+        lane) combined through shared memory: after a barrier, thread ``t``
+        of the first ``WARP * lanes`` combines column ``t`` of the tile over
+        the warps and calls ``store(column, totals)``, where the column is
+        below ``cols``."""
+        warps, width, n = THREADS // WARP, WARP * lanes, len(results) // lanes
+        thread = k.special("thread")
+        lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+        tiles = [k.workgroup_global(f"tile{i}", warps * width, v.type) for i, v in enumerate(results[:n])]
+        mine = arith.AddIOp(_scaled(warp, width), _scaled(lane, lanes)).result
+        for j in range(lanes):
+            for i, tile in enumerate(tiles):
+                memref.StoreOp(results[j * n + i], tile, [mine if j == 0 else _index_plus(mine, j)])
+        gpu.BarrierOp()
+        column = arith.AddIOp(first, thread).result
+        owner = arith.AndIOp(
+            arith.CmpIOp(arith.CmpIPredicate.ult, thread, _index(width)).result, arith.CmpIOp(arith.CmpIPredicate.ult, column, cols).result
+        ).result
+        branch = scf.IfOp(owner)
+        with ir.InsertionPoint(branch.then_block):
+            over = [[memref.LoadOp(tile, [_index_plus(thread, w * width)]).result for tile in tiles] for w in range(warps)]
+            store(column, _combine_all(over, g.combining_ops()))
+            scf.YieldOp([])
+
+    @staticmethod
+    def _unrolled_rows(k: _Kernel, g: _Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1, apply=None) -> list:
         """``g``'s accumulators over rows ``[start, stop)``, :data:`OUTER_UNROLL`
         rows per iteration with their loads issued first and one partial
         result each (from ``inits``, neutral), the rest one by one, the
         partials combined at the end. With ``values_at``, a row is ``width``
         columns: ``ivs_at(row)`` gives each column's indices, ``values_at``
-        of those each column's input values, and the result is a list of
-        accumulators per column."""
+        of those each column's values, and the result is a list of
+        accumulators per column; ``apply(values, accumulators, ivs)`` (else
+        ``g``'s body) gives a column's new accumulators."""
         columns_of = values_at is not None
         if not columns_of:
             one_ivs_at = ivs_at
             ivs_at = lambda row: [one_ivs_at(row)]  # noqa: E731
             values_at = lambda columns: [k.input_values(g, columns[0])]  # noqa: E731
+        if apply is None:
+            apply = lambda values, accs, ivs: k.apply(g, values + accs, ivs)  # noqa: E731
         unroll, n = OUTER_UNROLL, len(inits)
         step = n * width  # accumulators a row
         whole = arith.MulIOp(arith.DivUIOp(arith.SubIOp(stop, start).result, _index(unroll)).result, _index(unroll)).result
@@ -2710,7 +2786,7 @@ class _SegmentScheduler:
             for j, (columns, values) in enumerate(zip(rows, loaded)):
                 for c, (ivs, column) in enumerate(zip(columns, values)):
                     at = j * step + c * n
-                    updated += k.apply(g, column + carried[at : at + n], ivs)
+                    updated += apply(column, carried[at : at + n], ivs)
             scf.YieldOp(updated)
         results = list(loop.results)
         rest = scf.ForOp(middle, stop, _index(1), results[:step])
@@ -2718,7 +2794,7 @@ class _SegmentScheduler:
             columns, carried = ivs_at(rest.induction_variable), list(rest.inner_iter_args)
             updated = []
             for c, (ivs, column) in enumerate(zip(columns, values_at(columns))):
-                updated += k.apply(g, column + carried[c * n : (c + 1) * n], ivs)
+                updated += apply(column, carried[c * n : (c + 1) * n], ivs)
             scf.YieldOp(updated)
         last = list(rest.results)
         accs = [

@@ -123,15 +123,23 @@ def test_a_softmax_is_one_persistent_kernel_per_scheme():
 
 
 def test_outer_reduction_splits_rows_into_partials_then_combines_them():
+    """Kernel A writes each split's partial results to a [splits, columns]
+    temporary; kernel B combines them, in tiles of a block's warps (each
+    every 8th split) from OUTER_COMBINE_TILES splits, else a thread a column
+    over all splits."""
     text, programs = schedule(sums([0]))
     (program,) = programs.values()
     assert [len(t.shape) for t in program.temps] == [2]
-    first, second = program.launches
-    shapes = [(100000, 4, 8), (4, 8)]
-    splits = evaluate(program.temps[0].shape[0], shapes, [])
-    assert evaluate(program.temps[0].shape[1], shapes, []) == 32
-    assert 1 < splits <= 100000 // 32 and evaluate(first.grid[1], shapes, []) == splits
-    assert first.args[-1] == ["temp", 0] and second.args[-1] == ["arg", 1]
+    first, tiled, second = program.launches
+    tall, short = [(100000, 4, 8), (4, 8)], [(40, 4, 8), (4, 8)]
+    splits = evaluate(program.temps[0].shape[0], tall, [])
+    assert evaluate(program.temps[0].shape[1], tall, []) == 32
+    assert 1 < splits <= 100000 // 32 and evaluate(first.grid[1], tall, []) == splits
+    assert first.args[-1] == ["temp", 0] and tiled.args[-1] == second.args[-1] == ["arg", 1]
+    assert evaluate(program.temps[0].shape[0], short, []) == 2
+    assert evaluate(tiled.when, tall, []) == 1 and evaluate(second.when, tall, []) == 0
+    assert evaluate(tiled.when, short, []) == 0 and evaluate(second.when, short, []) == 1
+    assert evaluate(tiled.grid[0], tall, []) == 1 and kernel_text(text, tiled.kernel).count("gpu.barrier") == 1
     assert "gpu.all_reduce" not in text
     assert evaluate(program.temps[0].shape[0], [(0, 4, 8), (4, 8)], []) == 1  # empty reductions still write the identity
 
@@ -157,9 +165,10 @@ def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, l
         scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
     text = str(scheduled.module)
     (program,) = scheduled.programs.values()
-    tiles, columns, combine = program.launches
+    tiles, columns, combine_tiles, combine = program.launches
     whole, odd = [(65536, 1024), (1024,)], [(65536, 1023), (1023,)]
-    assert evaluate(tiles.when, whole, []) == 1 and evaluate(columns.when, whole, []) == 0 and combine.when is None
+    assert evaluate(tiles.when, whole, []) == 1 and evaluate(columns.when, whole, []) == 0
+    assert evaluate(combine_tiles.when, whole, []) == 1 and evaluate(combine.when, whole, []) == 0
     assert evaluate(tiles.when, odd, []) == 0 and evaluate(columns.when, odd, []) == 1
     assert evaluate(tiles.grid[0], whole, []) == -(-1024 // (32 * lanes)) and evaluate(columns.grid[0], odd, []) == 4
     splits = program.temps[0].shape[0]

@@ -73,11 +73,11 @@ def test_normalizations_at_every_row_scheme(case, dtype, device):
 #: tensor's flat vectors (FLAT_ROWS), each group's limit (a vector less than
 #: the vector variant's: 508 and 1020 float32 columns in warps, 1016 and 2040
 #: bfloat16, ... 32764 float32 on (1024, 8)) and one past it, to rows read
-#: per generic; rows of fewer columns than a vector (3), and to 16K rows
-#: within a vector of a cached group's limit (flat_boundary: 511, 1023, 16383),
-#: take the scalar variants and their groups (SCALAR_CACHED_ROWS: warps to 256
-#: and 512, blocks to 1K-16K). Three rows of an odd length end in a partial
-#: vector: the tensor's last, loaded an element at a time.
+#: per generic; to 16K, rows within a vector of a cached group's columns
+#: (511, 1023, 2047, 4095, 8191, 16383) take that group with an edge slot
+#: (FLAT_EDGE_SLOTS); rows of fewer columns than a vector (3) take the
+#: scalar variants. Three rows of an odd length end in a partial vector:
+#: the tensor's last, loaded an element at a time.
 SCALAR_LENGTHS = [3, 255, 257, 507, 509, 511, 513, 1015, 1017, 1019, 1021, 1023, 1025, 2039, 2041, 2047, 4095, 8191, 16375, 16377, 16383, 16385, 32757, 32761, 32767, 65529, 65535]
 
 
@@ -105,10 +105,11 @@ def test_normalizations_of_rows_without_columns(case, dtype, device):
 @pytest.mark.parametrize("case", list(CASES))
 def test_scalar_rows_taken_in_turn(flat, cached, case, constants):
     """203 rows that are not whole vectors on 16 blocks (every row grid
-    capped), over the tensor's flat vectors (FLAT_ROWS), or a column at a
-    time, cached in registers a column a slot (SCALAR_CACHED_ROWS) or read
-    per generic: each block or warp takes a dozen rows in turn, and the
-    last row ends in the tensor's partial last vector."""
+    capped), over the tensor's flat vectors (FLAT_ROWS; 2047 and 16383
+    bfloat16, 1021 and 8191 float32 columns with an edge slot), or a column
+    at a time, cached in registers a column a slot (SCALAR_CACHED_ROWS) or
+    read per generic: each block or warp takes a dozen rows in turn, and
+    the last row ends in the tensor's partial last vector."""
     constants.setattr(gpu_schedule, "FLAT_ROWS", flat)
     constants.setattr(gpu_schedule, "SCALAR_CACHED_ROWS", cached)
     cap_row_grids(constants, 16)

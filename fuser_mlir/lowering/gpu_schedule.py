@@ -107,6 +107,7 @@ kernel of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -394,8 +395,18 @@ SCALAR_CACHED_ROWS = 2
 #: next variant, of twice the slots, mostly idle, and there flat lost
 #: (softmax float32 of 1023 0.85 -> 0.58, layer norm float32 of 4095 0.68
 #: -> 0.47, of 16383 0.59 -> 0.46): up to the scalar variants' 16K cached
-#: columns, those rows take the scalar variants (:meth:`_SegmentScheduler.flat_boundary`).
+#: columns, those rows take their cached variant with an edge slot
+#: (:data:`FLAT_EDGE_SLOTS`), or the scalar variants
+#: (:meth:`_SegmentScheduler.flat_boundary`).
 FLAT_ROWS = True
+#: A flat row within a vector of a cached variant's columns (1021-1023 float32
+#: columns for the warp of 1024, 4093-4095 for the block of 4096, ... up to
+#: the scalar variants' 16K cached columns) takes that variant with one slot
+#: more, which only lane 0's can be in the row (its first vector may be
+#: partial, so it may span one vector more than the lanes hold) instead of
+#: the scalar variants (:attr:`_RowGroup.edge_slot`). False: the scalar
+#: variants, as :meth:`_SegmentScheduler.flat_boundary` says.
+FLAT_EDGE_SLOTS = True
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4
 #: Dynamic shared memory a staged row may take (an H200 block may opt in to
@@ -556,6 +567,7 @@ class _RowGroup:
     shared_weights: int = 0  # ... and its first weights, once (or alone: :data:`SHARED_WEIGHTS_ALONE`)
     weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`)
     narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
+    edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -2438,16 +2450,42 @@ class _SegmentScheduler:
         return [(lanes, divisible), (1, ["sub", ["const", 1], divisible])]
 
     @staticmethod
-    def flat_boundary(groups: list[_RowGroup], lanes: int, cols_f: list) -> list | None:
-        """1 for rows that the flat ``groups`` (:data:`FLAT_ROWS`) would leave
-        to the next variant, of twice the slots, for being within a vector of
-        a cached or staged one's columns, as long as the scalar variants keep
-        them in registers (:data:`SCALAR_CACHED_ROWS`: the ladder's most
-        slots times its columns a slot), else 0 (None: no such rows)."""
+    def flat_ends(groups: list[_RowGroup]) -> list[tuple[int, _RowGroup]]:
+        """(columns, group) of the flat ``groups``' cached and staged
+        variants whose rows the scalar variants keep in registers too
+        (:data:`SCALAR_CACHED_ROWS`: the ladder's most slots times its
+        columns a slot): rows within a vector of those columns would take
+        the next variant, of twice the slots (see :data:`FLAT_ROWS`)."""
         kept = max(threads * slots for threads, slots in BLOCK_CACHED) * SCALAR_CACHED_ROWS
-        ends = {(WARP if g.kind == "warp" else g.threads) * g.columns for g in groups if g.cached or g.staged}
-        terms = [["mul", ["gt", cols_f, ["const", end - lanes]], ["le", cols_f, ["const", end - 1]]] for end in sorted(ends) if end <= kept]
+        ends = {(WARP if g.kind == "warp" else g.threads) * g.columns: g for g in groups if g.cached or g.staged}
+        return [(end, ends[end]) for end in sorted(ends) if end <= kept]
+
+    @staticmethod
+    def _within_a_vector(end: int, lanes: int, cols_f: list) -> list:
+        """1 for rows of ``end - lanes + 1`` to ``end - 1`` columns, else 0."""
+        return ["mul", ["gt", cols_f, ["const", end - lanes]], ["le", cols_f, ["const", end - 1]]]
+
+    def flat_boundary(self, groups: list[_RowGroup], lanes: int, cols_f: list) -> list | None:
+        """1 for rows that the flat ``groups`` (:data:`FLAT_ROWS`) leave to
+        the scalar variants, else 0 (None: no such rows): those within a
+        vector of :meth:`flat_ends`' columns, but for cached variants' with
+        an edge slot (:data:`FLAT_EDGE_SLOTS`)."""
+        terms = [self._within_a_vector(end, lanes, cols_f) for end, g in self.flat_ends(groups) if not (g.cached and FLAT_EDGE_SLOTS)]
         return functools.reduce(lambda a, b: ["add", a, b], terms) if terms else None
+
+    def edge_groups(self, groups: list[_RowGroup], lanes: int, cols_f: list) -> list[_RowGroup]:
+        """The flat ``groups`` with, for each cached variant of
+        :meth:`flat_ends`, a copy of it with an edge slot for the rows within
+        a vector of its columns, which the others leave (:data:`FLAT_EDGE_SLOTS`)."""
+        if not FLAT_EDGE_SLOTS:
+            return groups
+        edges = [(self._within_a_vector(end, lanes, cols_f), g) for end, g in self.flat_ends(groups) if g.cached]
+        if not edges:
+            return groups
+        others = ["sub", ["const", 1], functools.reduce(lambda a, b: ["add", a, b], [when for when, _ in edges])]
+        return [dataclasses.replace(g, when=_both(g.when, others)) for g in groups] + [
+            dataclasses.replace(g, when=when, edge_slot=True) for when, g in edges
+        ]
 
     def row_variants(self, lanes: int, cols_f: list, flat_groups: list[_RowGroup] | None) -> list[tuple[int, list | None, bool]]:
         """(lanes, launch condition, whether the walk is flat) of each variant
@@ -2845,11 +2883,12 @@ class _SegmentScheduler:
         flat_groups = None
         if lanes > 1 and self.flat_rows(plan):
             flat_groups = self.row_groups(cols_f, _narrow(reductions), lanes, self.row_registers(plan, keep, lanes), staged_bytes, flat=True)
+        variant_groups = None if flat_groups is None else self.edge_groups(flat_groups, lanes, cols_f)
         variants = []
         for vector_lanes, condition, flat in self.row_variants(lanes, cols_f, flat_groups):
             scalar = vector_lanes == 1 and SCALAR_CACHED_ROWS > 0 and n - p == 1 and self.rows_dense(plan)
             registers = self.row_registers(plan, keep, vector_lanes, scalar)
-            groups = flat_groups if flat else self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
+            groups = variant_groups if flat else self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
                 buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
             )
@@ -2885,7 +2924,7 @@ class _SegmentScheduler:
                             walk.after_first_reduction = kept.release
                     first = arith.CmpIOp(arith.CmpIPredicate.eq, lane, _index(0)).result
                     whole = group.cached or group.staged  # a lane's slots of the row walked at once
-                    slots = walk.slots(k.zero, group.columns // vector_lanes) if whole else None
+                    slots = walk.slots(k.zero, group.columns // vector_lanes + group.edge_slot) if whole else None
                     cache: dict = {}
                     for g, role in plan.steps:
                         at = slots

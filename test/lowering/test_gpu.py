@@ -215,14 +215,24 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     vector = [launch for launch, n in zip(program.launches, lanes) if n == {8}]  # bf16: 8 per 16 bytes
     flat = [launch for launch, n in zip(program.launches, lanes) if n == {8, 1}]  # and elements past the tensor's last whole vector
     # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per
-    # pass; the same for rows that are not whole vectors, over the tensor's flat vectors (FLAT_ROWS), but for rows of
-    # 16K columns or fewer within a vector of a cached variant's columns (flat_boundary: those take the scalar variants)
-    assert len(vector) == 7 and len(flat) == 7
+    # pass; the same for rows that are not whole vectors, over the tensor's flat vectors (FLAT_ROWS), and for rows of
+    # 16K columns or fewer within a vector of a cached variant's columns, that variant with an edge slot (FLAT_EDGE_SLOTS)
+    assert len(vector) == 7 and len(flat) == 7 + 5
+    edge = flat[7:]
     lengths = {4096: "vector", 4100: "flat", 9000: "vector", 9009: "flat", 32768: "vector", 32770: "flat", 40000: "vector", 40007: "flat"}
-    lengths |= {7: "scalar", 9: "flat", 1015: "flat", 1017: "scalar", 1023: "scalar", 1025: "flat", 16383: "scalar", 32767: "flat"}
+    lengths |= {7: "scalar", 9: "flat", 1015: "flat", 1017: "edge", 1023: "edge", 1025: "flat", 16383: "edge", 32767: "flat"}
     for cols, scheme in lengths.items():
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        assert len(chosen) == 1 and {"vector": chosen[0] in vector, "flat": chosen[0] in flat}.get(scheme, chosen[0] not in vector + flat), cols
+        kinds = {"vector": chosen[0] in vector, "flat": chosen[0] in flat[:7], "edge": chosen[0] in edge}
+        assert len(chosen) == 1 and kinds.get(scheme, chosen[0] not in vector + flat), cols
+    # the edge slot: a lane's slots of the warp that takes rows of up to 1016 columns, and one more
+    text = str(dense.module)
+
+    def vector_loads(cols):
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
+        return len(re.findall(r"memref\.load .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
+
+    assert vector_loads(1015) == 4 and vector_loads(1023) == 4 + 1
     (program,) = strided.programs.values()
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
 

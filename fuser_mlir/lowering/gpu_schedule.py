@@ -2658,10 +2658,7 @@ class _SegmentScheduler:
             self.combine_tiles(g, inits, partials, [_ceildiv(cols_f, WARP), ["const", 1], ["const", 1]], tiled)
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
-            sizes = k.loop_sizes(g)
-            cols = k.product([sizes[d] for d in ps])
-            buffers = [k.value(p) for p in partials]
-            count = memref.DimOp(buffers[0], _index(0)).result
+            sizes, cols, buffers, count = self._partials_in(k, g, partials)
             loop = self._grid_stride_loop(k, cols)
             with ir.InsertionPoint(loop.body):
                 col = loop.induction_variable
@@ -2677,6 +2674,16 @@ class _SegmentScheduler:
                 scf.YieldOp([])
         k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]], when=None if tiled is None else ["sub", ["const", 1], tiled])
 
+    @staticmethod
+    def _partials_in(k: _Kernel, g: _Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:
+        """In kernel ``k`` of an outer reduction's combine: ``g``'s
+        iteration sizes, its column count, the ``partials`` buffers and
+        their count of splits."""
+        sizes = k.loop_sizes(g)
+        cols = k.product([sizes[d] for d in g.parallel])
+        buffers = [k.value(p) for p in partials]
+        return sizes, cols, buffers, memref.DimOp(buffers[0], _index(0)).result
+
     def combine_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list) -> None:
         """Kernel B of an outer reduction of many splits (:data:`OUTER_COMBINE_TILES`):
         a block's warps take ``WARP`` columns, warp ``w`` combining the
@@ -2687,10 +2694,7 @@ class _SegmentScheduler:
         ps, rs, ops, warps = g.parallel, g.reduction, g.combining_ops(), THREADS // WARP
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
-            sizes = k.loop_sizes(g)
-            cols = k.product([sizes[d] for d in ps])
-            buffers = [k.value(p) for p in partials]
-            count = memref.DimOp(buffers[0], _index(0)).result
+            sizes, cols, buffers, count = self._partials_in(k, g, partials)
             thread = k.special("thread")
             lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
             first = arith.MulIOp(k.special("block"), _index(WARP)).result

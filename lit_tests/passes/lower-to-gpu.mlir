@@ -113,7 +113,9 @@ func.func @rowsum(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> att
 
 // An outer reduction: kernel 0 gives each thread a column and each
 // blockIdx.y a chunk of the rows, and writes partial results to a
-// [splits, columns] temporary; kernel 1 combines the splits of each column.
+// [splits, columns] temporary; kernel 1 (where the splits are many,
+// OUTER_COMBINE_TILES: a block's warps in tiles, through shared memory) or
+// kernel 2 (a thread a column) combines the splits of each column.
 // Float max combines with NaN-propagating arith.maximumf on the GPU (one
 // accumulator; the CPU's integer order keys would need two, and a third
 // kernel to turn them back into floats).
@@ -123,12 +125,20 @@ func.func @rowsum(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> att
 // CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 0]]
 // CHECK-SAME:    \22kernel\22: \22colmax_seg0_k1\22
 // CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 0], [\22arg\22, 1]]
-// CHECK-NOT:     colmax_seg0_k2
+// CHECK-SAME:    \22kernel\22: \22colmax_seg0_k2\22
+// CHECK-SAME:    \22args\22: {{\[\[}}\22arg\22, 0], [\22temp\22, 0], [\22arg\22, 1]]
+// CHECK-NOT:     colmax_seg0_k3
 // CHECK:         gpu.func @colmax_seg0_k0(
 // CHECK:           gpu.block_id  y
-// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32)
+// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
 // CHECK:             arith.maximumf
+// CHECK:         memref.global "private" @colmax_seg0_k1_tile0 : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK:         gpu.func @colmax_seg0_k1(
+// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK:             arith.maximumf
+// CHECK:           gpu.barrier
+// CHECK:           arith.maximumf
+// CHECK:         gpu.func @colmax_seg0_k2(
 // CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32)
 // CHECK:             arith.maximumf
 func.func @colmax(%x: tensor<?x?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {

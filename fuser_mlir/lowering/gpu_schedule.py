@@ -859,6 +859,11 @@ def _vector_lanes(widths: Sequence[tuple[int, int]]) -> int:
     return lanes
 
 
+def _lane_and_warp(thread: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """A block's thread as (its lane in its warp, its warp)."""
+    return arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+
+
 def _warp_share(count: ir.Value, warp: ir.Value) -> ir.Value:
     """How many of ``count`` items warp ``warp`` of a block takes when the
     block's ``THREADS // WARP`` warps deal them out in turn (items ``warp``,
@@ -2148,11 +2153,7 @@ class _SegmentScheduler:
         outs = list(g.body.arguments)[len(g.inputs) :]
         if any(list(a.uses) for a in outs) or any(op.name == "linalg.index" for op in g.body.operations):
             return None
-        sizes = [_element_bytes(ir.MemRefType(v.type).element_type) for v, _ in tensors]
-        lanes = VECTOR_BYTES // max(sizes)
-        while lanes > 1 and any(self.layout(v)[1] % (lanes * size) for (v, _), size in zip(tensors, sizes)):
-            lanes //= 2
-        return lanes
+        return _vector_lanes([(_element_bytes(ir.MemRefType(v.type).element_type), self.layout(v)[1]) for v, _ in tensors])
 
     def flat_pointwise(self, g: _Generic, lanes: int, when: list | None = None) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
@@ -2419,16 +2420,25 @@ class _SegmentScheduler:
             outs = list(g.body.arguments)[len(g.inputs) :]
             if any(op.name == "linalg.index" for op in g.body.operations) or (not g.reduction and any(list(a.uses) for a in outs)):
                 return 1  # the body reads its indices, or a pointwise body reads its outputs
-            for operand, amap in zip([*g.inputs, *g.outputs], g.maps):
-                if operand in skip or not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
-                    continue
-                if not _column_last(amap, inner):
-                    return 1
-                dense, alignment = self.layout(operand)
-                if not dense:
-                    return 1
-                widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), alignment))
+            these = self.column_widths([(o, m) for o, m in zip([*g.inputs, *g.outputs], g.maps) if o not in skip], inner)
+            if these is None:
+                return 1
+            widths += these
         return _vector_lanes(widths)
+
+    def column_widths(self, operands: Sequence[tuple[ir.Value, ir.AffineMap]], inner: int) -> list[tuple[int, int]] | None:
+        """(element bytes, alignment) of each of the (operand, map)
+        ``operands`` that varies along dim ``inner`` (a row's column), or
+        None where one does not read it as its own last, dense dim (no
+        vector of consecutive columns to load)."""
+        widths = []
+        for operand, amap in operands:
+            if not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
+                continue
+            if not _column_last(amap, inner) or not self.layout(operand)[0]:
+                return None
+            widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), self.layout(operand)[1]))
+        return widths
 
     def outer_lanes(self, g: _Generic) -> int:
         """Columns per vector load of an outer reduction's tiles
@@ -2439,15 +2449,8 @@ class _SegmentScheduler:
         inner = len(g.iterators) - 1
         if not OUTER_VECTORS or len(g.parallel) != 1 or any(op.name == "linalg.index" for op in g.body.operations):
             return 1
-        widths = []
-        for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
-            if not list(arg.uses) or not isinstance(operand.type, ir.ShapedType) or not _uses_dim(amap, inner):
-                continue
-            dense, alignment = self.layout(operand)
-            if not _column_last(amap, inner) or not dense:
-                return 1
-            widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), alignment))
-        return _vector_lanes(widths)
+        widths = self.column_widths([(o, m) for a, o, m in zip(g.body.arguments, g.inputs, g.maps) if list(a.uses)], inner)
+        return 1 if widths is None else _vector_lanes(widths)
 
     @staticmethod
     def vector_variants(lanes: int, cols_f: list, nonempty: bool = False) -> list[tuple[int, list | None]]:
@@ -2696,7 +2699,7 @@ class _SegmentScheduler:
         with ir.InsertionPoint(k.entry), self.location:
             sizes, cols, buffers, count = self._partials_in(k, g, partials)
             thread = k.special("thread")
-            lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+            lane, warp = _lane_and_warp(thread)
             first = arith.MulIOp(k.special("block"), _index(WARP)).result
             col = arith.AddIOp(first, lane).result
             mine = _warp_share(count, warp)
@@ -2745,7 +2748,7 @@ class _SegmentScheduler:
             buffers = [k.value(p) for p in partials]
             count = memref.DimOp(buffers[0], _index(0)).result
             thread, split = k.special("thread"), k.special("block", "y")
-            lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+            lane, warp = _lane_and_warp(thread)
             first = arith.MulIOp(k.special("block"), _index(width)).result  # the block's first column
             col = arith.AddIOp(first, _scaled(lane, lanes)).result
             start, stop = self._split_rows(rows, count, split)
@@ -2753,7 +2756,7 @@ class _SegmentScheduler:
 
             def ivs_at(i: ir.Value) -> list[list]:  # each column's indices at the warp's i-th row
                 row = k.delinearize(arith.AddIOp(arith.AddIOp(start, warp).result, _scaled(i, warps)).result, [sizes[d] for d in rs])
-                return [row + [col if j == 0 else _index_plus(col, j)] for j in range(lanes)]
+                return [row + [_index_plus(col, j)] for j in range(lanes)]
 
             def values_at(columns: list[list]) -> list[list]:  # each column's input values
                 loaded = []
@@ -2793,12 +2796,12 @@ class _SegmentScheduler:
         below ``cols``."""
         warps, width, n = THREADS // WARP, WARP * lanes, len(results) // lanes
         thread = k.special("thread")
-        lane, warp = arith.RemUIOp(thread, _index(WARP)).result, arith.DivUIOp(thread, _index(WARP)).result
+        lane, warp = _lane_and_warp(thread)
         tiles = [k.workgroup_global(f"tile{i}", warps * width, v.type) for i, v in enumerate(results[:n])]
         mine = arith.AddIOp(_scaled(warp, width), _scaled(lane, lanes)).result
         for j in range(lanes):
             for i, tile in enumerate(tiles):
-                memref.StoreOp(results[j * n + i], tile, [mine if j == 0 else _index_plus(mine, j)])
+                memref.StoreOp(results[j * n + i], tile, [_index_plus(mine, j)])
         gpu.BarrierOp()
         column = arith.AddIOp(first, thread).result
         owner = arith.AndIOp(

@@ -416,9 +416,24 @@ FLAT_ROWS = True
 #: norm float32 of 4095 0.65 -> 0.97, layer norm float32 of 16383 0.59 ->
 #: 0.83, softmax bfloat16 of 16383 0.41 -> 0.60; 4 lost: layer norm float32
 #: of 1023 0.82 -> 0.57 and softmax bfloat16 of 2047 0.61 -> 0.42 (the edge
-#: warp's registers cross 128, so its block fits once an SM), softmax
-#: float32 of 2047 0.98 -> 0.84, layer norm float32 of 8191 0.85 -> 0.74.
+#: warp's registers cross 128, so its block fits once an SM; see
+#: :data:`EDGE_MAX_REGISTERS`), softmax float32 of 2047 0.98 -> 0.84, layer
+#: norm float32 of 8191 0.85 -> 0.74.
 FLAT_EDGE_SLOTS = True
+#: Registers (``.maxnreg``) of an edge-slot variant (:data:`FLAT_EDGE_SLOTS`)
+#: of the warp of the most slots (:data:`WARP_CACHED`; 0: uncapped): there
+#: the edge slot took ptxas past 128 registers, so the 256-thread block no
+#: longer fit twice an SM (sm_90: layer norm float32 of 1023 columns 121 ->
+#: 145, softmax bfloat16 of 2047 128 -> 151, layer norm bfloat16 of 2047 118
+#: -> 156). Capped at two blocks an SM, on the H200 (256 MB, back to back;
+#: uncapped -> capped, the scalar variants in brackets; sweep 23): layer norm
+#: float32 1023 0.57 -> 0.78 (0.82), softmax bfloat16 2047 0.42 -> 0.63
+#: (0.60), layer norm bfloat16 2047 0.35 -> 0.48 (0.53); RMS norm float32 1023
+#: 0.98 -> 0.96, softmax float32 1023 0.93 -> 0.92, RMS norm bfloat16 2047
+#: 0.69 both ways. Not on the warp of fewer slots: a softmax float32 of 511
+#: columns (67 registers, three blocks an SM) dropped from 0.91 to 0.74 capped
+#: (ptxas then took 88, two blocks).
+EDGE_MAX_REGISTERS = REGISTER_FILE // (THREADS * 2)
 #: Fewest staged bytes a column for which the staged variant is compiled.
 SHARED_MIN_BYTES = 4
 #: Dynamic shared memory a staged row may take (an H200 block may opt in to
@@ -2499,8 +2514,15 @@ class _SegmentScheduler:
             return groups
         others = ["sub", ["const", 1], functools.reduce(lambda a, b: ["add", a, b], [when for when, _ in edges])]
         return [dataclasses.replace(g, when=_both(g.when, others)) for g in groups] + [
-            dataclasses.replace(g, when=when, edge_slot=True) for when, g in edges
+            dataclasses.replace(g, when=when, edge_slot=True, max_registers=self.edge_registers(g, lanes)) for when, g in edges
         ]
+
+    @staticmethod
+    def edge_registers(g: _RowGroup, lanes: int) -> int:
+        """``.maxnreg`` of the edge-slot copy of cached group ``g`` (:data:`EDGE_MAX_REGISTERS`)."""
+        if g.kind == "warp" and g.columns == max(WARP_CACHED) * lanes:
+            return EDGE_MAX_REGISTERS
+        return g.max_registers
 
     def row_variants(self, lanes: int, cols_f: list, flat_groups: list[_RowGroup] | None) -> list[tuple[int, list | None, bool]]:
         """(lanes, launch condition, whether the walk is flat) of each variant

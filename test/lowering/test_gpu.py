@@ -233,6 +233,13 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
         return len(re.findall(r"memref\.load .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
 
     assert vector_loads(1015) == 4 and vector_loads(1023) == 4 + 1
+
+    def capped(cols):
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
+        return "nvvm.maxnreg = 128" in kernel_text(text, launch.kernel)
+
+    # the edge copy of the warp of the most slots keeps two blocks an SM (EDGE_MAX_REGISTERS); the others are uncapped
+    assert capped(2047) and not any(capped(cols) for cols in (1023, 2048, 2039, 16383))
     (program,) = strided.programs.values()
     assert not any(b[0] == "flat" for launch in program.launches for b in launch.args)  # a strided input: scalar loads
 

@@ -363,7 +363,10 @@ SHARED_THREADS, SHARED_SLOTS = 1024, 8
 #: where rows outnumber the grid's cap (:data:`PREFETCH_GRID_CAP`): the bench's
 #: rows of 32K columns are 2048-8192, so there the prefetch is never issued
 #: (the gains above are not explained by it), and made persistent, these
-#: grids lost (layer norm float32 32K 0.71 -> 0.59; sweep 8b).
+#: grids lost (layer norm float32 32K 0.71 -> 0.59; sweep 8b). The persistent
+#: cached blocks of 1024 threads (weights in shared memory) lost with it too:
+#: RMS norm float32 of 32K columns 0.91 -> 0.70 of copy, layer norm 0.86 ->
+#: 0.67 (sweep 23a).
 PREFETCH_NEXT_ROW = True
 #: Normalization rows that are not whole 16-byte vectors (a length not a
 #: multiple of the vector) get cached variants too, where every tensor read or

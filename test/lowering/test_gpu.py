@@ -228,15 +228,14 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     # the edge slot: a lane's slots of the warp that takes rows of up to 1016 columns, and one more
     text = str(dense.module)
 
-    def vector_loads(cols):
+    def kernel_for(cols):
         (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        return len(re.findall(r"memref\.load .*memref<\?xvector<8xbf16>>", kernel_text(text, launch.kernel)))
+        return kernel_text(text, launch.kernel)
 
-    assert vector_loads(1015) == 4 and vector_loads(1023) == 4 + 1
+    assert [len(re.findall(r"memref\.load .*memref<\?xvector<8xbf16>>", kernel_for(cols))) for cols in (1015, 1023)] == [4, 4 + 1]
 
     def capped(cols):
-        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        return "nvvm.maxnreg = 128" in kernel_text(text, launch.kernel)
+        return "nvvm.maxnreg = 128" in kernel_for(cols)
 
     # the edge copy of the warp of the most slots keeps two blocks an SM (EDGE_MAX_REGISTERS); the others are uncapped
     assert capped(2047) and not any(capped(cols) for cols in (1023, 2048, 2039, 16383))

@@ -904,6 +904,11 @@ def _product(exprs: Sequence[list]) -> list:
     return result
 
 
+def _sum_of(formulas: Sequence[list]) -> list:
+    """The launch formula adding ``formulas`` (at least one)."""
+    return functools.reduce(lambda a, b: ["add", a, b], formulas)
+
+
 def _ceildiv(a: list, b: int | list) -> list:
     return ["ceildiv", a, ["const", b] if isinstance(b, int) else b]
 
@@ -2504,7 +2509,7 @@ class _SegmentScheduler:
         vector of :meth:`flat_ends`' columns, but for cached variants' with
         an edge slot (:data:`FLAT_EDGE_SLOTS`)."""
         terms = [self._within_a_vector(end, lanes, cols_f) for end, g in self.flat_ends(groups) if not (g.cached and FLAT_EDGE_SLOTS)]
-        return functools.reduce(lambda a, b: ["add", a, b], terms) if terms else None
+        return _sum_of(terms) if terms else None
 
     def edge_groups(self, groups: list[_RowGroup], lanes: int, cols_f: list) -> list[_RowGroup]:
         """The flat ``groups`` with, for each cached variant of
@@ -2515,7 +2520,7 @@ class _SegmentScheduler:
         edges = [(self._within_a_vector(end, lanes, cols_f), g) for end, g in self.flat_ends(groups) if g.cached]
         if not edges:
             return groups
-        others = ["sub", ["const", 1], functools.reduce(lambda a, b: ["add", a, b], [when for when, _ in edges])]
+        others = ["sub", ["const", 1], _sum_of([when for when, _ in edges])]
         return [dataclasses.replace(g, when=_both(g.when, others)) for g in groups] + [
             dataclasses.replace(g, when=when, edge_slot=True, max_registers=self.edge_registers(g, lanes)) for when, g in edges
         ]
@@ -2664,10 +2669,8 @@ class _SegmentScheduler:
                 continue
             k = self.kernel()
             with ir.InsertionPoint(k.entry), self.location:
-                sizes = k.loop_sizes(g)
-                cols, rows = k.product([sizes[d] for d in ps]), k.product([sizes[d] for d in rs])
-                buffers = [k.value(p) for p in partials]
-                count = memref.DimOp(buffers[0], _index(0)).result
+                sizes, cols, buffers, count = self._partials_in(k, g, partials)
+                rows = k.product([sizes[d] for d in rs])
                 col = arith.AddIOp(arith.MulIOp(k.special("block"), k.special("block_dim")).result, k.special("thread")).result
                 split = k.special("block", "y")
                 inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result)
@@ -2704,7 +2707,7 @@ class _SegmentScheduler:
 
     @staticmethod
     def _partials_in(k: _Kernel, g: _Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:
-        """In kernel ``k`` of an outer reduction's combine: ``g``'s
+        """In kernel ``k`` of an outer reduction (either pass): ``g``'s
         iteration sizes, its column count, the ``partials`` buffers and
         their count of splits."""
         sizes = k.loop_sizes(g)
@@ -2763,15 +2766,13 @@ class _SegmentScheduler:
         column; the warps' results meet in shared memory, and thread ``t``
         combines column ``t`` of the block's over the warps into the split's
         partial result (:meth:`_warps_combined`)."""
-        ps, rs = g.parallel, g.reduction
+        rs = g.reduction
         warps, width = THREADS // WARP, WARP * lanes
         inner = len(g.iterators) - 1
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
-            sizes = k.loop_sizes(g)
-            cols, rows = sizes[ps[0]], k.product([sizes[d] for d in rs])
-            buffers = [k.value(p) for p in partials]
-            count = memref.DimOp(buffers[0], _index(0)).result
+            sizes, cols, buffers, count = self._partials_in(k, g, partials)  # (one column dim)
+            rows = k.product([sizes[d] for d in rs])
             thread, split = k.special("thread"), k.special("block", "y")
             lane, warp = _lane_and_warp(thread)
             first = arith.MulIOp(k.special("block"), _index(width)).result  # the block's first column

@@ -206,6 +206,17 @@ WARP = 32
 #: a 256-thread block, 0.91 on a warp of 8 slots, which ran rows of 1024 at
 #: 0.59 (0.97 on 4 slots; bench/results/h200-sweeps.txt, sweep 4).
 WARP_CACHED = (4, 8)
+#: Threads of a block of the cached warp variants (a warp a row): one warp, as
+#: Inductor's persistent reductions of 1K columns run. An SM's register file is
+#: shared out by the warp, so blocks of one warp pack it more tightly than
+#: blocks of eight (an RMS norm float32 of 1K columns at 80 registers: 25 warps
+#: an SM against 24). They declare no ``.maxntid`` (with it ptxas allots fewer
+#: registers, and that RMS norm ran at 0.87 of copy instead of 0.99). On the
+#: H200 (256 MB, back to back, 256 threads -> 32; sweep 23f): layer norm
+#: bfloat16 of 1K columns 0.98 -> 1.01 of copy, RMS norm bfloat16 0.99 ->
+#: 1.01, softmax float32 0.99 -> 1.00, layer norm float32 1.00 -> 1.00, RMS
+#: norm float32 0.99 -> 0.99.
+WARP_BLOCK_THREADS = WARP
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K
@@ -1160,14 +1171,15 @@ class _Kernel:
 
     def finish(
         self, grid: list, block: Sequence[int] = (THREADS, 1, 1), when: list | None = None, blocks_per_sm: int = 1,
-        shared_bytes: list | int = 0, max_registers: int = 0,
+        shared_bytes: list | int = 0, max_registers: int = 0, declare_threads: bool = True,
     ) -> None:
         with ir.InsertionPoint(self.entry), self.segment.location:
             gpu.ReturnOp([])
         types = [a.type for a in self.entry.arguments]
         self.func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(types, []))
-        if block[0] != THREADS:
-            # ptxas then budgets registers for this many threads (a 1024-thread block gets at most 64 each).
+        if block[0] != THREADS and declare_threads:
+            # ptxas then budgets registers for this many threads (a 1024-thread block gets at most 64 each;
+            # not declared by the blocks of one warp: see WARP_BLOCK_THREADS).
             # Not on the 256-thread kernels: an RMS norm of 1024 columns ran at 0.80 of copy with
             # .maxntid (or known_block_size) and at 0.98 without (H200, bench/results/h200-sweeps.txt)
             self.func.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get(list(block))
@@ -2594,7 +2606,7 @@ class _SegmentScheduler:
             return columns - lanes if flat else columns
 
         for slots in WARP_CACHED if narrow else ():
-            groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes))
+            groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes, threads=WARP_BLOCK_THREADS))
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
@@ -2987,7 +2999,7 @@ class _SegmentScheduler:
                 shared = ["mul", columns, ["const", per_column]]
             k.finish(
                 group.grid(_product(plan.row_formulas), group.prefetches), block=(group.threads, 1, 1), when=when,
-                blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers,
+                blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers, declare_threads=group.kind != "warp",
             )
 
     def _prefetch_next_row(self, k: _Kernel, plan: "_RowPlan", row_loop: scf.ForOp, sizes: list, p: int, lane: ir.Value, lanes: int) -> None:

@@ -201,7 +201,7 @@ def test_temporaries_and_launch_variants_replay_like_the_general_path():
         _, trace, _ = check_against_general(fd, [device_array(0x1000_0000, (64, cols))])
         (launch,) = trace.launches
         chosen.append((launch.kernel, launch.block))
-    assert chosen[0] == ("softmax_seg0_k0", (256, 1, 1))  # a warp per row
+    assert chosen[0] == ("softmax_seg0_k0", (32, 1, 1))  # a warp per row, a block of one (WARP_BLOCK_THREADS)
     assert chosen[1][0] != chosen[0][0] and chosen[1][1] == (512, 1, 1)  # a 512-thread block per row
 
 

@@ -269,6 +269,43 @@ def test_outer_reductions_whose_last_splits_start_past_the_rows(device, rows, co
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.parametrize("rows, cols", [(4096, 1024), (40, 1024), (300, 1021)])
+def test_pointwise_work_after_an_outer_reduction_sees_each_columns_total(device, rows, cols):
+    """On the GPU the pointwise generic after an outer reduction runs in
+    its combining kernel, at each column's total (gpu_schedule.OUTER_EPILOGUES):
+    in tiles for many splits (4096 rows), a thread a column for few (40);
+    1021 columns are read a column a thread. A bfloat16 sum cast back to
+    bfloat16; a float32 sum that is an output too, scaled by a runtime scalar
+    plus a column weight; against float64, the inputs unchanged."""
+    with FusionDefinition() as cast_back:
+        x = cast_back.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        cast_back.add_output(cast_back.ops.cast(cast_back.ops.sum(cast_back.ops.cast(x, DataType.Float), dims=[0]), DataType.BFloat16))
+    with FusionDefinition() as scaled:
+        x = scaled.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        w = scaled.define_tensor(shape=[-1], dtype=DataType.Float)
+        s = scaled.define_scalar(dtype=DataType.Float)
+        total = scaled.ops.sum(x, dims=[0])
+        scaled.add_output(total * s + w)
+        scaled.add_output(total)
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    narrow = rand(rows, cols).astype(bf16)
+    before = narrow.copy()
+    out = to_device(np.full(cols, np.nan, bf16), device)
+    (got,) = cast_back.execute([to_device(narrow, device)], outputs=[out])
+    exact = narrow.astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(to_host(got).astype(np.float64), exact, rtol=2.0**-7, atol=1e-4 * np.sqrt(rows))
+    np.testing.assert_array_equal(narrow, before)
+
+    x, w = rand(rows, cols), rand(cols)
+    before = [x.copy(), w.copy()]
+    outs = [to_device(np.full(cols, np.nan, np.float32), device) for _ in range(2)]
+    got, total = scaled.execute([to_device(x, device), to_device(w, device), 0.5], outputs=outs)
+    exact = x.astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(to_host(total), exact, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_host(got), exact * 0.5 + w, rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(x, before[0])
+    np.testing.assert_array_equal(w, before[1])
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_outer_reductions_read_columns_and_rows_of_other_inputs(device, dtype):
     """An outer reduction of x * w * r (w along the columns, r along the

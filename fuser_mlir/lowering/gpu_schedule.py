@@ -83,7 +83,9 @@ outer reduction (R dims before the P dims, a full reduction included)
     a block's warps that take every 8th row of the split and combine their
     results in shared memory (:data:`OUTER_VECTORS`); many splits are
     combined the same way, a block's warps each taking every 8th split of
-    32 columns (:data:`OUTER_COMBINE_TILES`).
+    32 columns (:data:`OUTER_COMBINE_TILES`). A pointwise generic over the
+    columns that follows the reduction runs in the combining kernel
+    (:data:`OUTER_EPILOGUES`).
 serial (any other reduction)
     one thread per output element looping over the whole R space.
 
@@ -159,6 +161,13 @@ OUTER_VECTORS = True
 #: are few). 0: never. On the H200 (as above, with OUTER_VECTORS; 256 MB):
 #: bfloat16 0.81 -> 0.85 of copy, float32 0.91 -> 0.94.
 OUTER_COMBINE_TILES = 16
+
+#: An outer reduction followed by a pointwise generic over its columns (the
+#: cast of a bfloat16 sum back to bfloat16, a mean's scaling) runs that
+#: generic in its combining kernel, at each column's result
+#: (:meth:`_SegmentScheduler.epilogue_of`), instead of in a kernel of its own.
+#: False: a kernel of its own.
+OUTER_EPILOGUES = True
 
 #: Bytes per vector load/store of the flat pointwise scheme.
 VECTOR_BYTES = 16
@@ -1067,6 +1076,25 @@ def _uses_dim(amap: ir.AffineMap, dim: int) -> bool:
     return any(isinstance(e, ir.AffineDimExpr) and e.position == dim for e in amap.results)
 
 
+def _dims_of(amap: ir.AffineMap) -> set[int]:
+    """The dims ``amap``'s results are, where a result is one."""
+    return {e.position for e in amap.results if isinstance(e, ir.AffineDimExpr)}
+
+
+def _renumbered(amap: ir.AffineMap, dims: Sequence[int]) -> ir.AffineMap | None:
+    """``amap`` over only ``dims`` (dim ``dims[i]`` becoming dim ``i``), its
+    results each one of them or a constant; None when it has other results."""
+    results = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr) and e.position in dims:
+            results.append(ir.AffineDimExpr.get(list(dims).index(e.position)))
+        elif isinstance(e, ir.AffineConstantExpr):
+            results.append(e)
+        else:
+            return None
+    return ir.AffineMap.get(len(dims), 0, results)
+
+
 def _column_last(amap: ir.AffineMap, inner: int) -> bool:
     """Whether ``amap`` reads dim ``inner`` (a row's column) as its last
     index and nowhere else: in a dense operand, the next column is then the
@@ -1244,12 +1272,13 @@ class _Kernel:
             return self.value(operand)
         return memref.LoadOp(self.value(operand), self.indices(amap, ivs)).result
 
-    def body(self, g: _Generic, ivs: Sequence[ir.Value], outs: Sequence[ir.Value] | None) -> list[ir.Value]:
+    def body(self, g: _Generic, ivs: Sequence[ir.Value], outs: Sequence[ir.Value] | None, given: dict | None = None) -> list[ir.Value]:
         """Clone the generic's body at ``ivs``; ``outs`` are the values of its
         output block arguments (accumulators), loaded from the outputs when
-        None and used by the body. Returns the yielded values."""
+        None and used by the body; ``given``: the values of inputs (by
+        operand) that are not loaded. Returns the yielded values."""
         arguments = list(g.body.arguments)
-        values = self.input_values(g, ivs)
+        values = self.input_values(g, ivs, given or {})
         for i, arg in enumerate(arguments[len(g.inputs) :]):
             if outs is not None:
                 values.append(outs[i])
@@ -1257,9 +1286,14 @@ class _Kernel:
                 values.append(self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs) if list(arg.uses) else None)
         return self.apply(g, values, ivs)
 
-    def input_values(self, g: _Generic, ivs: Sequence[ir.Value]) -> list[ir.Value | None]:
-        """The generic's input values at ``ivs`` (None for unused ones)."""
-        return [self.load(operand, amap, ivs) if list(arg.uses) else None for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)]
+    def input_values(self, g: _Generic, ivs: Sequence[ir.Value], given: dict | None = None) -> list[ir.Value | None]:
+        """The generic's input values at ``ivs`` (None for unused ones), but
+        those ``given`` (by operand)."""
+        given = given or {}
+        return [
+            (given[operand] if operand in given else self.load(operand, amap, ivs)) if list(arg.uses) else None
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps)
+        ]
 
     def apply(
         self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None, uniform=frozenset()
@@ -1308,6 +1342,16 @@ class _Kernel:
         for i, (value, output) in enumerate(zip(values, g.outputs)):
             amap = g.maps[len(g.inputs) + i]
             memref.StoreOp(value, self.value(output), self.indices(amap, ivs))
+
+
+@dataclass(frozen=True)
+class _Epilogue:
+    """A pointwise generic run in an outer reduction's combining kernel
+    (:meth:`_SegmentScheduler.epilogue_of`); ``kept``: by output of the
+    reduction, whether its results are stored too."""
+
+    generic: _Generic
+    kept: list[bool]
 
 
 @dataclass(frozen=True)
@@ -1949,6 +1993,7 @@ class _SegmentScheduler:
         self.views: dict[ir.Value, list] = {}  # memref.reshape result -> binding
         self.stored: dict[tuple, ir.Value] = {}  # (shape buffer, position) -> stored value
         self.pending_fills: dict[ir.Value, ir.Value] = {}  # output buffer -> fill scalar
+        self.folded: _Generic | None = None  # the generic whose epilogue (the next generic) its kernels ran
         self._holder: ir.Block | None = None
 
     # -- host values as data -----------------------------------------------------------
@@ -2038,8 +2083,10 @@ class _SegmentScheduler:
         if plan is not None:
             self.persistent_rows(plan)
         else:
-            for g in generics:
-                self.generic(g)
+            for i, g in enumerate(generics):
+                if generics[i - 1:i] and self.folded == generics[i - 1]:
+                    continue  # run in the previous generic's last kernel
+                self.generic(g, generics[i + 1 :])
             for buffer in list(self.pending_fills):
                 self.flush_fill(buffer)
         return self.program()
@@ -2096,7 +2143,9 @@ class _SegmentScheduler:
             return None
         return ("temp", binding[1]) if binding[0] == "view" else tuple(binding[:2])
 
-    def generic(self, g: _Generic) -> None:
+    def generic(self, g: _Generic, after: Sequence[_Generic] = ()) -> None:
+        """Kernels for ``g``; ``after``: the generics that follow it in the
+        segment (an outer reduction may run the first: :meth:`epilogue_of`)."""
         if not g.outputs:
             return  # computes nothing that is kept
         fill = g.fill_value()
@@ -2119,7 +2168,10 @@ class _SegmentScheduler:
                 self.inner_reduction(g, inits, combiners)
                 return
             if rs == list(range(len(rs))):
-                self.outer_reduction(g, inits, combiners)
+                epilogue = self.epilogue_of(g, after)
+                self.outer_reduction(g, inits, combiners, epilogue)
+                if epilogue is not None:
+                    self.folded = g
                 return
         if inits is not None:
             for buffer, value in zip(g.outputs, inits):
@@ -2655,7 +2707,7 @@ class _SegmentScheduler:
         groups.append(_RowGroup("block", ["gt", cols_f, ["const", below]]))
         return groups
 
-    def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
+    def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str], epilogue: "_Epilogue | None" = None) -> None:
         ps, rs = g.parallel, g.reduction
         size = self.size_formulas(g)
         cols_f, rows_f = _product([size[d] for d in ps]), _product([size[d] for d in rs])
@@ -2698,7 +2750,7 @@ class _SegmentScheduler:
         # kernel B: combine the splits of each column
         tiled = ["gt", splits, ["const", OUTER_COMBINE_TILES - 1]] if OUTER_COMBINE_TILES else None
         if tiled is not None:
-            self.combine_tiles(g, inits, partials, [_ceildiv(cols_f, WARP), ["const", 1], ["const", 1]], tiled)
+            self.combine_tiles(g, inits, partials, [_ceildiv(cols_f, WARP), ["const", 1], ["const", 1]], tiled, epilogue)
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
             sizes, cols, buffers, count = self._partials_in(k, g, partials)
@@ -2712,10 +2764,52 @@ class _SegmentScheduler:
                         partial = memref.LoadOp(buffer, [combine.induction_variable, col]).result
                         values.append(ir.Operation.create(combiner_op, results=[acc.type], operands=[acc, partial]).result)
                     scf.YieldOp(values)
-                ivs = [k.zero] * len(rs) + k.delinearize(col, [sizes[d] for d in ps])
-                k.store(g, list(combine.results), ivs)
+                self._column_results(k, g, list(combine.results), k.delinearize(col, [sizes[d] for d in ps]), epilogue)
                 scf.YieldOp([])
         k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]], when=None if tiled is None else ["sub", ["const", 1], tiled])
+
+    def epilogue_of(self, g: _Generic, after: Sequence[_Generic]) -> "_Epilogue | None":
+        """The generic after the outer reduction ``g`` that its combining
+        kernel runs too (:data:`OUTER_EPILOGUES`), or None: a pointwise
+        generic over ``g``'s columns, each dim of them in order, that reads
+        one or more of ``g``'s outputs at the column ``g`` writes (its own
+        other operands anywhere), with no fill pending on what it touches.
+        ``g``'s results are then stored only where a later generic reads them
+        or they are not temporaries."""
+        if not OUTER_EPILOGUES or not after:
+            return None
+        p, later = after[0], after[1:]
+        if p.reduction or not p.outputs or p.fill_value() is not None:
+            return None
+        if any(self.base(b) in {self.base(v) for v in [*p.inputs, *p.outputs]} for b in self.pending_fills):
+            return None
+        ps, read = g.parallel, False
+        for operand, amap in zip(p.inputs, p.maps):
+            if operand not in g.outputs:
+                continue
+            written = g.maps[len(g.inputs) + g.outputs.index(operand)]
+            if amap != _renumbered(written, ps) or {d for d in range(len(ps))} - _dims_of(amap):
+                return None
+            read = True
+        if not read:
+            return None
+        bases = {self.base(v) for h in later for v in [*h.inputs, *h.outputs]}
+        kept = [self.binding(o)[0] != "temp" or self.base(o) in bases for o in g.outputs]
+        return _Epilogue(p, kept)
+
+    def _column_results(self, k: _Kernel, g: _Generic, totals: list[ir.Value], col_ivs: list[ir.Value], epilogue: "_Epilogue | None") -> None:
+        """Store an outer reduction's ``totals`` at the column ``col_ivs``
+        (its parallel indices) and run its ``epilogue`` there."""
+        ivs = [k.zero] * len(g.reduction) + col_ivs
+        if epilogue is None:
+            k.store(g, totals, ivs)
+            return
+        for i, (total, output) in enumerate(zip(totals, g.outputs)):
+            if epilogue.kept[i]:
+                memref.StoreOp(total, k.value(output), k.indices(g.maps[len(g.inputs) + i], ivs))
+        p = epilogue.generic
+        given = {output: total for output, total in zip(g.outputs, totals)}
+        k.store(p, k.body(p, col_ivs, None, given), col_ivs)
 
     @staticmethod
     def _partials_in(k: _Kernel, g: _Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:
@@ -2727,14 +2821,16 @@ class _SegmentScheduler:
         buffers = [k.value(p) for p in partials]
         return sizes, cols, buffers, memref.DimOp(buffers[0], _index(0)).result
 
-    def combine_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list) -> None:
+    def combine_tiles(
+        self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list, epilogue: "_Epilogue | None" = None
+    ) -> None:
         """Kernel B of an outer reduction of many splits (:data:`OUTER_COMBINE_TILES`):
         a block's warps take ``WARP`` columns, warp ``w`` combining the
         splits ``w``, ``w + THREADS // WARP``, ... of its lane's column
         (:data:`OUTER_UNROLL` at a time), and the warps' results meet in
         shared memory (:meth:`_warps_combined`) before the first warp
         stores the columns' results."""
-        ps, rs, ops, warps = g.parallel, g.reduction, g.combining_ops(), THREADS // WARP
+        ps, ops, warps = g.parallel, g.combining_ops(), THREADS // WARP
         k = self.kernel()
         with ir.InsertionPoint(k.entry), self.location:
             sizes, cols, buffers, count = self._partials_in(k, g, partials)
@@ -2757,7 +2853,7 @@ class _SegmentScheduler:
                 scf.YieldOp(neutral)
 
             def store(column: ir.Value, totals: list[ir.Value]) -> None:
-                k.store(g, totals, [k.zero] * len(rs) + k.delinearize(column, [sizes[d] for d in ps]))
+                self._column_results(k, g, totals, k.delinearize(column, [sizes[d] for d in ps]), epilogue)
 
             self._warps_combined(k, g, list(inside.results), 1, first, cols, store)
         k.finish(grid, when=when)

@@ -182,6 +182,92 @@ def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, l
     assert "vector<" not in kernel_text(text, columns.kernel)
 
 
+def bfloat16_outer_sum():
+    """bench/run.py's outer sum of bfloat16: summed in float32, cast back."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(x, DataType.Float), dims=[0]), DataType.BFloat16))
+    return fd
+
+
+@pytest.mark.parametrize("epilogues", [True, False])
+def test_a_pointwise_generic_after_an_outer_reduction_runs_in_its_combining_kernels(monkeypatch, epilogues):
+    """The cast of a bfloat16 outer sum back to bfloat16 runs where each
+    column's total is combined (gpu_schedule.OUTER_EPILOGUES), in both
+    combining kernels: no kernel of its own, and no float32 temporary of
+    the totals, only the partials. Off, the cast is a kernel reading that
+    temporary."""
+    monkeypatch.setattr(gpu_schedule, "OUTER_EPILOGUES", epilogues)
+    context, module = outlined(bfloat16_outer_sum())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    text = str(scheduled.module)
+    (program,) = scheduled.programs.values()
+    shapes = [(65536, 1024), (1024,)]
+    assert [len(t.shape) for t in program.temps] == ([2] if epilogues else [2, 1])
+    tiles, columns, combine_tiles, combine, *cast = program.launches
+    assert len(cast) == (0 if epilogues else 1)
+    for launch in (combine_tiles, combine):
+        assert ("arith.truncf" in kernel_text(text, launch.kernel)) == epilogues
+        assert (["arg", 1] in launch.args) == epilogues  # the bfloat16 output
+    assert evaluate(combine_tiles.when, shapes, []) == 1 and evaluate(combine.when, shapes, []) == 0
+
+
+SUM_READ_TWICE = """
+func.func @seg(%x: memref<?x?xf32>, %a: memref<?xf32>, %b: memref<?xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c1 : memref<?x?xf32>
+  %t = memref.alloc(%n) : memref<?xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%zero : f32) outs(%t : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%t : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : memref<?xf32>) outs(%a : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : memref<?xf32>) outs(%b : memref<?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.negf %in : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %t : memref<?xf32>
+  return
+}
+"""
+
+
+def test_an_outer_reductions_temporary_read_after_its_epilogue_is_still_written():
+    """Totals that a later generic of the segment reads too are stored
+    (and that generic runs in a kernel of its own); only the first generic
+    after the reduction runs in the combining kernels."""
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(SUM_READ_TWICE, context)
+        kernels = ir.Module.create()
+        with ir.InsertionPoint(kernels.body):
+            holder = ir.Operation.create("gpu.module", regions=1, attributes={"sym_name": ir.StringAttr.get("k")})
+        body = holder.regions[0].blocks.append()
+        program = gpu_schedule.schedule_segment(module.body.operations[0].operation, body, "seg")
+    # the column kernel, both combining kernels (with the exp), the negation
+    assert [len(t.shape) for t in program.temps] == [2, 1]
+    _, combine_tiles, combine, negation = program.launches
+    for launch in (combine_tiles, combine):
+        assert ["temp", 1] in launch.args and ["arg", 1] in launch.args and ["arg", 2] not in launch.args
+    assert negation.args == [["temp", 1], ["arg", 2]]
+    assert "math.exp" in str(kernels) and "arith.negf" in str(kernels)
+
+
 def test_reductions_of_non_adjacent_dims_run_one_thread_per_output():
     _, programs = schedule(sums([0, 2]))
     (program,) = programs.values()

@@ -1993,7 +1993,7 @@ class _SegmentScheduler:
         self.views: dict[ir.Value, list] = {}  # memref.reshape result -> binding
         self.stored: dict[tuple, ir.Value] = {}  # (shape buffer, position) -> stored value
         self.pending_fills: dict[ir.Value, ir.Value] = {}  # output buffer -> fill scalar
-        self.folded: _Generic | None = None  # the generic whose epilogue (the next generic) its kernels ran
+        self.folded: _Generic | None = None  # the generic an outer reduction's combining kernels ran (epilogue_of)
         self._holder: ir.Block | None = None
 
     # -- host values as data -----------------------------------------------------------
@@ -2084,9 +2084,8 @@ class _SegmentScheduler:
             self.persistent_rows(plan)
         else:
             for i, g in enumerate(generics):
-                if generics[i - 1:i] and self.folded == generics[i - 1]:
-                    continue  # run in the previous generic's last kernel
-                self.generic(g, generics[i + 1 :])
+                if g is not self.folded:  # else run by the outer reduction before it
+                    self.generic(g, generics[i + 1 :])
             for buffer in list(self.pending_fills):
                 self.flush_fill(buffer)
         return self.program()
@@ -2171,7 +2170,7 @@ class _SegmentScheduler:
                 epilogue = self.epilogue_of(g, after)
                 self.outer_reduction(g, inits, combiners, epilogue)
                 if epilogue is not None:
-                    self.folded = g
+                    self.folded = epilogue.generic
                 return
         if inits is not None:
             for buffer, value in zip(g.outputs, inits):
@@ -2781,14 +2780,15 @@ class _SegmentScheduler:
         p, later = after[0], after[1:]
         if p.reduction or not p.outputs or p.fill_value() is not None:
             return None
-        if any(self.base(b) in {self.base(v) for v in [*p.inputs, *p.outputs]} for b in self.pending_fills):
+        touched = {self.base(v) for v in [*p.inputs, *p.outputs]}
+        if any(self.base(b) in touched for b in self.pending_fills):
             return None
         ps, read = g.parallel, False
         for operand, amap in zip(p.inputs, p.maps):
             if operand not in g.outputs:
                 continue
             written = g.maps[len(g.inputs) + g.outputs.index(operand)]
-            if amap != _renumbered(written, ps) or {d for d in range(len(ps))} - _dims_of(amap):
+            if amap != _renumbered(written, ps) or set(range(len(ps))) - _dims_of(amap):
                 return None
             read = True
         if not read:

@@ -1278,7 +1278,7 @@ class _Kernel:
         None and used by the body; ``given``: the values of inputs (by
         operand) that are not loaded. Returns the yielded values."""
         arguments = list(g.body.arguments)
-        values = self.input_values(g, ivs, given or {})
+        values = self.input_values(g, ivs, given)
         for i, arg in enumerate(arguments[len(g.inputs) :]):
             if outs is not None:
                 values.append(outs[i])
@@ -1338,8 +1338,11 @@ class _Kernel:
             flat = arith.AddIOp(arith.MulIOp(flat, size).result, indices[d]).result
         return flat
 
-    def store(self, g: _Generic, values: Sequence[ir.Value], ivs: Sequence[ir.Value]) -> None:
+    def store(self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value]) -> None:
+        """Store ``values`` to ``g``'s outputs at ``ivs`` (None: that output not)."""
         for i, (value, output) in enumerate(zip(values, g.outputs)):
+            if value is None:
+                continue
             amap = g.maps[len(g.inputs) + i]
             memref.StoreOp(value, self.value(output), self.indices(amap, ivs))
 
@@ -2800,16 +2803,11 @@ class _SegmentScheduler:
     def _column_results(self, k: _Kernel, g: _Generic, totals: list[ir.Value], col_ivs: list[ir.Value], epilogue: "_Epilogue | None") -> None:
         """Store an outer reduction's ``totals`` at the column ``col_ivs``
         (its parallel indices) and run its ``epilogue`` there."""
-        ivs = [k.zero] * len(g.reduction) + col_ivs
-        if epilogue is None:
-            k.store(g, totals, ivs)
-            return
-        for i, (total, output) in enumerate(zip(totals, g.outputs)):
-            if epilogue.kept[i]:
-                memref.StoreOp(total, k.value(output), k.indices(g.maps[len(g.inputs) + i], ivs))
-        p = epilogue.generic
-        given = {output: total for output, total in zip(g.outputs, totals)}
-        k.store(p, k.body(p, col_ivs, None, given), col_ivs)
+        kept = [True] * len(totals) if epilogue is None else epilogue.kept
+        k.store(g, [total if keep else None for total, keep in zip(totals, kept)], [k.zero] * len(g.reduction) + col_ivs)
+        if epilogue is not None:
+            p = epilogue.generic
+            k.store(p, k.body(p, col_ivs, None, dict(zip(g.outputs, totals))), col_ivs)
 
     @staticmethod
     def _partials_in(k: _Kernel, g: _Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:

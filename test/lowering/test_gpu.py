@@ -182,14 +182,6 @@ def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, l
     assert "vector<" not in kernel_text(text, columns.kernel)
 
 
-def bfloat16_outer_sum():
-    """bench/run.py's outer sum of bfloat16: summed in float32, cast back."""
-    with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
-        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(x, DataType.Float), dims=[0]), DataType.BFloat16))
-    return fd
-
-
 @pytest.mark.parametrize("epilogues", [True, False])
 def test_a_pointwise_generic_after_an_outer_reduction_runs_in_its_combining_kernels(monkeypatch, epilogues):
     """The cast of a bfloat16 outer sum back to bfloat16 runs where each
@@ -198,9 +190,10 @@ def test_a_pointwise_generic_after_an_outer_reduction_runs_in_its_combining_kern
     the totals, only the partials. Off, the cast is a kernel reading that
     temporary."""
     monkeypatch.setattr(gpu_schedule, "OUTER_EPILOGUES", epilogues)
-    context, module = outlined(bfloat16_outer_sum())
+    bench = load_bench("run")  # its outer sum of bfloat16: summed in float32, cast back
+    context, module = outlined(bench.fusion_for(next(c for c in bench.CASES if c.name == "outer_sum"), "bfloat16"))
     with context, ir.Location.unknown():
-        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+        scheduled = lower_to_gpu(module, {"outer_sum_bfloat16_seg0": [(True, 16), (True, 16)]})
     text = str(scheduled.module)
     (program,) = scheduled.programs.values()
     shapes = [(65536, 1024), (1024,)]

@@ -26,7 +26,7 @@ PIPELINES: dict[str, str] = {}
 
 # Segment functions -> LLVM dialect for the JIT (fuser_mlir/lowering/cpu.py says why each step).
 PIPELINES["fuser-cpu-pipeline"] = (
-    "fuser-verify, fuser-lower-to-cpu, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
+    "fuser-verify, fuser-lower-to-cpu, arith-expand{include-bf16=true}, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
     "empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, "
     "buffer-deallocation-pipeline, canonicalize, convert-linalg-to-loops, "
     "convert-bufferization-to-memref, expand-strided-metadata, lower-affine, convert-scf-to-cf, "

@@ -36,7 +36,12 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   what has no LLVM intrinsic (``erf``, ``expm1``, ...). The JIT resolves libm
   and malloc/free from the process.
 - ``arith-expand{include-bf16=true}`` turns ``bf16`` conversions into integer
-  code (round to nearest even); ``f16`` conversions use the host's F16C
+  code (round to nearest even). It runs right after ``fuser-lower-to-cpu`` as
+  well: ``canonicalize`` folds ``truncf(sitofp(i) : f32) : bf16`` into a
+  ``sitofp`` straight to ``bf16``, which LLVM lowers on x86-64 to a call of
+  ``__truncsfbf2``, and libgcc exports that only from GCC 13 on (Debian 12
+  has GCC 12). For the same reason a ``bf16`` scalar argument reaches the
+  segment as ``i16``. ``f16`` conversions use the host's F16C
   instructions. Without F16C, LLVM calls ``__extendhfsf2``/``__truncsfhf2``;
   :func:`compile_cpu` loads ``libgcc_s.so.1`` (GCC 12 and newer export them)
   into the process so that the JIT finds them. The lowering never converts

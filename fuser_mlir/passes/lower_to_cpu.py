@@ -123,8 +123,11 @@ def strided_memref_type(tensor_type: ir.Type) -> ir.MemRefType:
 
 
 def lowered_argument_type(type_: ir.Type) -> ir.Type:
-    """Tensors become strided memrefs; scalars stay."""
-    return strided_memref_type(type_) if T.is_tensor(type_) else type_
+    """Tensors become strided memrefs; a ``bf16`` scalar becomes its bits as
+    ``i16`` (see :func:`lower_segment`); other scalars stay."""
+    if T.is_tensor(type_):
+        return strided_memref_type(type_)
+    return ir.IntegerType.get_signless(16) if str(type_) == "bf16" else type_
 
 
 # -- op lowering --------------------------------------------------------------
@@ -311,8 +314,17 @@ def lower_segment(function: ir.Operation, float_extremum: str = "order-keys") ->
     new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     entry = new.add_entry_block()
     old_args = list(function.regions[0].blocks[0].arguments)
-    values = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if not T.is_tensor(old.type)}
     memrefs = {old: new_arg for old, new_arg in zip(old_args, entry.arguments) if T.is_tensor(old.type)}
+    with ir.InsertionPoint(entry):
+        # A bf16 scalar arrives as i16: x86-64 has no bf16 registers, and LLVM
+        # passes a bfloat argument between functions (the C-interface wrapper
+        # calls the segment) through __truncsfbf2, which libgcc has only from
+        # GCC 13 on. The runtime packs it as its 16 bits either way.
+        values = {
+            old: new_arg if new_arg.type == old.type else arith.BitcastOp(old.type, new_arg).result
+            for old, new_arg in zip(old_args, entry.arguments)
+            if not T.is_tensor(old.type)
+        }
     state = _SegmentLowering(values, memrefs, float_extremum=float_extremum)
     with ir.InsertionPoint(entry):
         for op in _body_ops(function):

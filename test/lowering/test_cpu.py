@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -986,6 +987,20 @@ def test_half_conversion_libcalls_are_available_to_the_jit() -> None:
     if not hasattr(ctypes.CDLL("libgcc_s.so.1"), "__extendhfsf2"):
         pytest.skip("this libgcc predates _Float16 support (GCC < 12)")
     assert hasattr(process, "__extendhfsf2") and hasattr(process, "__truncsfhf2")
+
+
+def test_bfloat16_conversions_and_scalars_call_no_libgcc_routine() -> None:
+    """Every bf16 conversion is integer code, and a bf16 scalar argument is
+    its bits as i16: LLVM would otherwise call __truncsfbf2 (an int -> bf16
+    conversion, which canonicalize folds to one op, or a bf16 value passed
+    between functions), which libgcc exports only from GCC 13 on."""
+    cases = cast_cases() + scalar_cases()
+    assert any("bf16" in c.id for c in cases)
+    lowered = compile_text(build_bundle(cases).text()).llvm_dialect
+    conversions = re.findall(r"llvm\.(?:sitofp|uitofp|fptrunc|fpext|fptosi|fptoui) .*", lowered)
+    assert conversions and not [c for c in conversions if "bf16" in c]
+    signatures = re.findall(r"llvm\.func @\w+\(.*", lowered)
+    assert signatures and not [s for s in signatures if "bf16" in s]
 
 
 def test_scalar_libm_calls_without_a_vector_library() -> None:

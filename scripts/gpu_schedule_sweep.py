@@ -2,7 +2,7 @@
 
     FUSER_CACHE=0 python3 scripts/gpu_schedule_sweep.py SETTINGS CASES [MB]
 
-SETTINGS is a Python list of strings, or a file holding one: each string is
+SETTINGS is a Python list of strings, or a file holding one (named *.py): each string is
 code run in the namespace of fuser_mlir.lowering.gpu_schedule before fresh
 fusions are compiled ("" is the code as it is; "BLOCK_CACHED = ((256, 4),)"
 sets a constant; a property of _RowGroup may be replaced too; "import

@@ -244,18 +244,19 @@ def test_division_by_a_value_per_row_of_any_magnitude(device):
     np.testing.assert_array_equal(divisors, before[1])
 
 
-@pytest.mark.parametrize("rows, cols", [(4300, 2047), (2140, 2048), (37, 2048), (3, 2047), (9, 40)])
+@pytest.mark.parametrize("rows, cols", [(2113, 2047), (2113, 1024), (37, 2048), (3, 2047), (9, 40)])
 def test_outer_reductions_whose_last_splits_start_past_the_rows(device, rows, cols):
     """The GPU's outer reduction gives each of S splits ceil(rows / S) rows
     (gpu_schedule.outer_reduction), the last ones maybe starting past the
     rows, where they must read nothing (each split also reads 4 rows per
-    iteration, then the rest one by one): a column a thread for 2047
-    columns (4300 rows: 132 splits of 33, the last from row 4323), tiles of
-    16-byte vectors for 2048 (outer_tiles; 2140 rows: 66 splits of 33, the
-    last from row 2145, and each warp every 8th row of its split); 40
-    columns leave most of a tile's lanes outside. 132 and 66 splits are
-    combined in tiles too (combine_tiles), 1 and 2 a thread a column. A max
-    and a sum, against float64."""
+    iteration, then the rest one by one). On a GPU of 132 SMs (the H200),
+    2113 rows take 66 splits of 33 (528 blocks: 8 column blocks of either
+    kind), the 65th from row 2112 (one row), the last from row 2145: a
+    column a thread for 2047 columns, tiles of 16-byte vectors for 1024
+    (outer_tiles; each warp every 8th row of its split); 40 columns leave
+    most of a tile's lanes outside. 66 splits are combined in tiles too
+    (combine_tiles), 1 and 2 a thread a column. A max and a sum, against
+    float64."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(x, dims=[0]))

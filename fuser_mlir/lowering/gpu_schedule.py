@@ -137,8 +137,19 @@ MAX_BLOCKS = 1056
 #: 0.98, broadcast_add bfloat16 1K 1.00 / 0.99 -> 1.07 / 1.04; at 256 MB
 #: within 0.01 or better (bench/results/h200-sweeps.txt, sweep 18).
 PREFETCH_GRID_CAP = MAX_BLOCKS * 8
-#: Blocks the outer-reduction scheme aims for (split count × column blocks).
-OUTER_TARGET_BLOCKS = 1056
+#: Blocks an SM the outer-reduction scheme aims for: its grid (split count ×
+#: column blocks) is at most this many times the device's SMs (the launch
+#: formula's ``["sms"]``), the splits rounded down, so that the partial
+#: results take one wave of blocks: the tile kernel (256 threads, 60-64
+#: registers) fits 4 blocks an SM. On the H200 (256 MB, back to back / one
+#: call after an L2 flush; 1056 blocks rounded up before): f32 rows of 1024
+#: columns 0.95 / 0.88 of copy -> 1.02 / 0.93, bfloat16 0.87 / 0.82 -> 0.97 /
+#: 0.88, f32 rows of 64 columns 0.65 / 0.61 -> 0.84 / 0.77, bfloat16 rows of
+#: 16K columns (1088 -> 512 blocks) 0.82 / 0.77 -> 0.99 / 0.89; at 1 GB f32
+#: 1.05 -> 1.06, bfloat16 1.02 -> 1.04. 8 an SM (two waves) and 2 lost on
+#: every shape, and 528 blocks rounded up (576 for 16K columns) lost on the
+#: wide rows (bench/results/h200-sweeps.txt, sweep 25).
+OUTER_BLOCKS_PER_SM = 4
 #: Fewest reduced rows per split of the outer-reduction scheme.
 OUTER_MIN_ROWS = 32
 #: Rows a thread of the outer-reduction scheme reads per loop iteration (all
@@ -2716,8 +2727,9 @@ class _SegmentScheduler:
         lanes = self.outer_lanes(g)
         variants = self.vector_variants(lanes, cols_f)
 
-        def splits_for(width: int) -> list:  # splits filling OUTER_TARGET_BLOCKS blocks of `width` columns
-            return ["max", ["const", 1], ["min", _ceildiv(rows_f, OUTER_MIN_ROWS), _ceildiv(["const", OUTER_TARGET_BLOCKS], _ceildiv(cols_f, width))]]
+        def splits_for(width: int) -> list:  # splits filling at most OUTER_BLOCKS_PER_SM blocks an SM of `width` columns
+            target = ["mul", ["sms"], ["const", OUTER_BLOCKS_PER_SM]]
+            return ["max", ["const", 1], ["min", _ceildiv(rows_f, OUTER_MIN_ROWS), ["div", target, _ceildiv(cols_f, width)]]]
 
         splits = splits_for(THREADS)
         if lanes > 1 and WARP * lanes != THREADS:  # one scratch shape for both variants: each its own splits

@@ -261,7 +261,7 @@ class _Launch:
                 rank = 1
             else:
                 rank = len(binding[2])
-            self.fillers.append(_memref_filler(count, binding))
+            self.fillers.append(_memref_filler(count, binding, sms))
             count += 3 + 2 * rank
         self.count = count
         self.slots, self.pointers = parameter_buffer(count)
@@ -299,10 +299,11 @@ def _geometry(array) -> tuple:
     return array.data_ptr(), array.shape, array.stride()
 
 
-def _memref_filler(at: int, binding: list):
+def _memref_filler(at: int, binding: list, sms: int | None = None):
     """A closure giving the memref descriptor of ``binding`` (slots from
     ``at``): allocated and aligned pointer (the address of element 0),
-    offset 0, sizes, strides in elements."""
+    offset 0, sizes, strides in elements; a view's sizes may read the
+    device's ``sms``, as a temporary's may."""
     kind = binding[0]
     if kind == "flat":  # a dense buffer as 1-D elements or vectors of binding[2] elements
         inner, lanes = binding[1], binding[2]
@@ -315,7 +316,7 @@ def _memref_filler(at: int, binding: list):
 
         return fill_flat
     if kind == "view":  # a temporary with another contiguous shape (a reshape)
-        index, sizes = binding[1], [compile_formula(e) for e in binding[2]]
+        index, sizes = binding[1], [compile_formula(e, sms) for e in binding[2]]
 
         def fill_view(args, geometries, temp_geometries, shapes):
             pointer = temp_geometries[index][0]

@@ -132,16 +132,17 @@ def test_outer_reduction_splits_rows_into_partials_then_combines_them():
     assert [len(t.shape) for t in program.temps] == [2]
     first, tiled, second = program.launches
     tall, short = [(100000, 4, 8), (4, 8)], [(40, 4, 8), (4, 8)]
-    splits = evaluate(program.temps[0].shape[0], tall, [])
-    assert evaluate(program.temps[0].shape[1], tall, []) == 32
-    assert 1 < splits <= 100000 // 32 and evaluate(first.grid[1], tall, []) == splits
+    splits = evaluate(program.temps[0].shape[0], tall, [], sms=132)
+    assert evaluate(program.temps[0].shape[1], tall, [], sms=132) == 32
+    assert splits == 132 * gpu_schedule.OUTER_BLOCKS_PER_SM and evaluate(first.grid[1], tall, [], sms=132) == splits  # one wave
+    assert evaluate(program.temps[0].shape[0], tall, [], sms=2) == 2 * gpu_schedule.OUTER_BLOCKS_PER_SM
     assert first.args[-1] == ["temp", 0] and tiled.args[-1] == second.args[-1] == ["arg", 1]
-    assert evaluate(program.temps[0].shape[0], short, []) == 2
-    assert evaluate(tiled.when, tall, []) == 1 and evaluate(second.when, tall, []) == 0
-    assert evaluate(tiled.when, short, []) == 0 and evaluate(second.when, short, []) == 1
+    assert evaluate(program.temps[0].shape[0], short, [], sms=132) == 2
+    assert evaluate(tiled.when, tall, [], sms=132) == 1 and evaluate(second.when, tall, [], sms=132) == 0
+    assert evaluate(tiled.when, short, [], sms=132) == 0 and evaluate(second.when, short, [], sms=132) == 1
     assert evaluate(tiled.grid[0], tall, []) == 1 and kernel_text(text, tiled.kernel).count("gpu.barrier") == 1
     assert "gpu.all_reduce" not in text
-    assert evaluate(program.temps[0].shape[0], [(0, 4, 8), (4, 8)], []) == 1  # empty reductions still write the identity
+    assert evaluate(program.temps[0].shape[0], [(0, 4, 8), (4, 8)], [], sms=132) == 1  # empty reductions still write the identity
 
 
 def outer_sum(dtype):
@@ -168,13 +169,13 @@ def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, l
     tiles, columns, combine_tiles, combine = program.launches
     whole, odd = [(65536, 1024), (1024,)], [(65536, 1023), (1023,)]
     assert evaluate(tiles.when, whole, []) == 1 and evaluate(columns.when, whole, []) == 0
-    assert evaluate(combine_tiles.when, whole, []) == 1 and evaluate(combine.when, whole, []) == 0
+    assert evaluate(combine_tiles.when, whole, [], sms=132) == 1 and evaluate(combine.when, whole, [], sms=132) == 0
     assert evaluate(tiles.when, odd, []) == 0 and evaluate(columns.when, odd, []) == 1
     assert evaluate(tiles.grid[0], whole, []) == -(-1024 // (32 * lanes)) and evaluate(columns.grid[0], odd, []) == 4
-    splits = program.temps[0].shape[0]
-    assert evaluate(splits, whole, []) == -(-1056 // (1024 // (32 * lanes))) and evaluate(splits, odd, []) == 264
-    assert evaluate(tiles.grid[1], whole, []) == evaluate(splits, whole, [])
-    assert evaluate(splits, [(0, 1024), (1024,)], []) == 1  # empty reductions still write the identity
+    splits, wave = program.temps[0].shape[0], 132 * gpu_schedule.OUTER_BLOCKS_PER_SM  # blocks: at most one wave
+    assert evaluate(splits, whole, [], sms=132) == wave // (1024 // (32 * lanes)) and evaluate(splits, odd, [], sms=132) == wave // 4
+    assert evaluate(tiles.grid[1], whole, [], sms=132) == evaluate(splits, whole, [], sms=132)
+    assert evaluate(splits, [(0, 1024), (1024,)], [], sms=132) == 1  # empty reductions still write the identity
     tile = kernel_text(text, tiles.kernel)
     element = "f32" if lanes == 4 else "bf16"
     assert len(re.findall(rf"memref\.load .*memref<\?xvector<{lanes}x{element}>>", tile)) == 4 + 1  # OUTER_UNROLL rows, then the rest one by one
@@ -203,7 +204,7 @@ def test_a_pointwise_generic_after_an_outer_reduction_runs_in_its_combining_kern
     for launch in (combine_tiles, combine):
         assert ("arith.truncf" in kernel_text(text, launch.kernel)) == epilogues
         assert (["arg", 1] in launch.args) == epilogues  # the bfloat16 output
-    assert evaluate(combine_tiles.when, shapes, []) == 1 and evaluate(combine.when, shapes, []) == 0
+    assert evaluate(combine_tiles.when, shapes, [], sms=132) == 1 and evaluate(combine.when, shapes, [], sms=132) == 0
 
 
 SUM_READ_TWICE = """

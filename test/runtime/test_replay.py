@@ -49,10 +49,10 @@ class Recorder:
 
 
 def stub_segments(programs: dict, arg_kinds: dict, recorder: Recorder) -> dict:
-    """CudaSegments with no module, a distinct fake function handle per launch, launches recorded."""
+    """CudaSegments with no module (an H200's 132 SMs), a distinct fake function handle per launch, launches recorded."""
     kernels = {}
     for k, (name, program) in enumerate(programs.items()):
-        segment = cuda.CudaSegment(name, program, None, arg_kinds[name], 0)
+        segment = cuda.CudaSegment(name, program, None, arg_kinds[name], 0, sms=132)
         segment.raw = recorder
         for j, launch in enumerate(segment.launches):
             handle = 0x1000 * (k + 1) + j

@@ -325,8 +325,7 @@ def lower_segment(function: ir.Operation, float_extremum: str = "order-keys") ->
             for old, new_arg in zip(old_args, entry.arguments)
             if not T.is_tensor(old.type)
         }
-    state = _SegmentLowering(values, memrefs, float_extremum=float_extremum)
-    with ir.InsertionPoint(entry):
+        state = _SegmentLowering(values, memrefs, float_extremum=float_extremum)
         for op in _body_ops(function):
             with op.location:
                 state.lower(op)

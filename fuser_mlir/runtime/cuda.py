@@ -299,7 +299,7 @@ def _geometry(array) -> tuple:
     return array.data_ptr(), array.shape, array.stride()
 
 
-def _memref_filler(at: int, binding: list, sms: int | None = None):
+def _memref_filler(at: int, binding: list, sms: int | None):
     """A closure giving the memref descriptor of ``binding`` (slots from
     ``at``): allocated and aligned pointer (the address of element 0),
     offset 0, sizes, strides in elements; a view's sizes may read the

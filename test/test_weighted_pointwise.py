@@ -1,10 +1,11 @@
 """Pointwise fusions that read a weight (an input indexed by the row's last
 dim alone, broadcast along the rows, like a scale or a bias: bench/run.py's
-scale_bias), at rows of each of the row scheme's variants (a warp a row, or
-a block a piece of a row, ROW_PIECE_CHUNKS; 16-byte vectors, or where the
-row is not a whole number of them the tensor's flat vectors, FLAT_SCALAR_ROWS,
-or scalars; rows below ROW_POINTWISE_MIN in the grid-stride loop), with operands
-of every kind around them, and updating an input in place. Against float64
+scale_bias), at rows of each of the row scheme's variants (the tensor's flat
+16-byte vectors, FLAT_WHOLE_ROWS, or where the row is not a whole number of
+them FLAT_SCALAR_ROWS; a warp a row, or a block a piece of a row,
+ROW_PIECE_CHUNKS, in vectors or scalars; rows below ROW_POINTWISE_MIN in the
+grid-stride loop), with operands of every kind around them, and updating an
+input in place. Against float64
 NumPy computed from the same inputs, given outputs poisoned with NaN,
 inputs checked unchanged."""
 
@@ -23,38 +24,62 @@ NUMPY = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat1
 #: The bench's fusions (bench/run.py): what it measures is what is checked here.
 BENCH = load_bench("run")
 
-#: (rows, columns): one row; warps (rows shorter than a block's chunk: 4096
-#: columns of float32 vectors, 8192 of bfloat16) and blocks a piece of a row
-#: (4096: one float32 piece, a bfloat16 warp; 32776: 8 whole float32 pieces
-#: and 8 columns, 4 bfloat16 pieces of 8192 and 8); rows that are not whole
-#: vectors (1001, 5001: the flat scheme; test_rows_that_are_not_whole_vectors
-#: has the scalar row variants too); rows below ROW_POINTWISE_MIN (the
-#: grid-stride loop).
+#: (rows, columns): one row; rows of whole vectors (the flat scheme,
+#: FLAT_WHOLE_ROWS; with it off, test_whole_rows_on_the_row_variants: warps
+#: for rows shorter than a block's chunk, 4096 columns of float32 vectors,
+#: 8192 of bfloat16, and blocks a piece of a row: 4096 is one float32 piece,
+#: a bfloat16 warp; 32776 8 whole float32 pieces and 8 columns, 4 bfloat16
+#: pieces of 8192 and 8); rows that are not whole vectors (1001, 5001: the
+#: flat scheme; test_rows_that_are_not_whole_vectors has the scalar row
+#: variants too); rows below ROW_POINTWISE_MIN (the grid-stride loop).
 SHAPES = [(1, 128), (3, 1000), (6, 1001), (37, 4096), (1000, 520), (5, 32776), (3, 5001), (130, 127)]
+#: The rows of SHAPES that are whole vectors in both dtypes.
+WHOLE_ROWS = [(1, 128), (37, 4096), (1000, 520), (5, 32776)]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_scale_and_bias_at_every_variant(shape, dtype, device):
-    _, cols = shape
-    x, w, b = (RNG.standard_normal(s).astype(NUMPY[dtype]) for s in (shape, (cols,), (cols,)))
+def scale_and_bias(shape, dtype, device):
+    """bench/run.py's scale_bias of ``shape`` on fresh inputs, checked (run_checked) against float64."""
+    x, w, b = (RNG.standard_normal(s).astype(NUMPY[dtype]) for s in (shape, shape[1:], shape[1:]))
     expected = x.astype(np.float64) * w.astype(np.float64) + b.astype(np.float64)
     fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), dtype)
     tolerance = 1e-5 if dtype == "float32" else 1e-2
     run_checked(FusionExecutorCache(fd), [x, w, b], expected, NUMPY[dtype], device, (tolerance, tolerance), 1.0, f"{dtype} {shape}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_scale_and_bias_at_every_variant(shape, dtype, device):
+    scale_and_bias(shape, dtype, device)
+
+
 @pytest.mark.gpu
-def test_blocks_take_many_pieces(constants):
-    """A grid of 8 blocks (MAX_GRID_X 8) for 3 x 3 pieces of 4096 columns
-    (each block walks several pieces of several rows) and for 10 x 5001
-    columns (FLAT_SCALAR_ROWS: 12502 flat vectors, each thread several)."""
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_whole_rows_on_the_row_variants(dtype, constants):
+    """Rows of whole vectors with FLAT_WHOLE_ROWS off: the warp and piece
+    variants (which write-only broadcasts and inputs that are not dense
+    still take) with weights, among other operands, and in place."""
+    constants.setattr(gpu_schedule, "FLAT_WHOLE_ROWS", False)
+    for shape in WHOLE_ROWS:
+        scale_and_bias(shape, dtype, "cuda")
+    if dtype == "float32":
+        for cols in (1032, 9000):
+            mixed_operands(cols, "cuda")
+        for shape in ((203, 2048), (7, 10000)):
+            affine_in_place(shape, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("flat", [True, False], ids=["flat", "rows"])
+def test_blocks_take_many_pieces(flat, constants):
+    """A grid of 8 blocks (MAX_GRID_X 8) for 3 x 12000 columns (with
+    FLAT_WHOLE_ROWS 9000 flat vectors, each thread several; without it 3 x 3
+    pieces of 4096 columns, each block several pieces of several rows) and
+    for 10 x 5001 columns (FLAT_SCALAR_ROWS: 12502 flat vectors, each thread
+    several)."""
+    constants.setattr(gpu_schedule, "FLAT_WHOLE_ROWS", flat)
     constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
-    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")
     for shape in ((3, 12000), (10, 5001)):
-        x, w, b = (RNG.standard_normal(s).astype(np.float32) for s in (shape, shape[1:], shape[1:]))
-        expected = x.astype(np.float64) * w + b
-        run_checked(FusionExecutorCache(fd), [x, w, b], expected, np.float32, "cuda", (1e-5, 1e-5), 1.0, str(shape))
+        scale_and_bias(shape, "float32", "cuda")
 
 
 @pytest.mark.gpu
@@ -68,12 +93,8 @@ def test_rows_that_are_not_whole_vectors(flat, dtype, constants):
     1001 columns, pieces of 4096 for 5001)."""
     constants.setattr(gpu_schedule, "FLAT_SCALAR_ROWS", flat)
     constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
-    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), dtype)
     for shape in ((6, 1001), (3, 5001), (301, 129)):
-        x, w, b = (RNG.standard_normal(s).astype(NUMPY[dtype]) for s in (shape, shape[1:], shape[1:]))
-        expected = x.astype(np.float64) * w.astype(np.float64) + b.astype(np.float64)
-        tolerance = 1e-5 if dtype == "float32" else 1e-2
-        run_checked(FusionExecutorCache(fd), [x, w, b], expected, NUMPY[dtype], "cuda", (tolerance, tolerance), 1.0, f"{dtype} {shape}")
+        scale_and_bias(shape, dtype, "cuda")
     fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "broadcast_add"), dtype)  # no input read flat
     column, row = RNG.standard_normal((37, 1)).astype(NUMPY[dtype]), RNG.standard_normal((1, 1001)).astype(NUMPY[dtype])
     expected = column.astype(np.float64) + row.astype(np.float64)
@@ -84,9 +105,17 @@ def test_rows_that_are_not_whole_vectors(flat, dtype, constants):
 def test_weights_among_row_column_and_scalar_operands(cols, device):
     """A rank-3 fusion: ``x[B, R, C] * w[C] + y[R, C] * col[B, R, 1] + s``,
     only ``w`` a weight (``y`` varies along a leading dim, ``col`` is one
-    value a row, ``s`` a scalar input); rows of a warp and of pieces, and
-    rows that are not whole vectors (the flat scheme, FLAT_SCALAR_ROWS:
-    ``y`` and ``col`` read at each element's row and column)."""
+    value a row, ``s`` a scalar input), on the tensor's flat vectors: rows
+    of whole vectors (FLAT_WHOLE_ROWS: ``w`` and ``y`` loaded as a vector at
+    the vector's row and column, ``col`` once) and rows that are not
+    (FLAT_SCALAR_ROWS: ``y`` and ``col`` read at each element's row and
+    column); test_whole_rows_on_the_row_variants runs the whole rows on a
+    warp a row and a block a piece."""
+    mixed_operands(cols, device)
+
+
+def mixed_operands(cols, device):
+    """The fusion of test_weights_among_row_column_and_scalar_operands, checked."""
     with FusionDefinition(name="mixed_operands") as fd:
         x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
@@ -106,11 +135,17 @@ def test_weights_among_row_column_and_scalar_operands(cols, device):
         np.testing.assert_array_equal(array, original)
 
 
-@pytest.mark.parametrize("shape", [(203, 2048), (7, 10000), (7, 10001)], ids=["warps", "pieces", "flat"])
+@pytest.mark.parametrize("shape", [(203, 2048), (7, 10000), (7, 10001)], ids=["whole", "whole-long", "flat"])
 def test_weighted_update_in_place(shape, device):
-    """``x`` updated in place with ``x * w + b``: each lane reads its slots
-    of a row (a warp's) or a piece (a block's), or its flat vector
-    (FLAT_SCALAR_ROWS), before writing them."""
+    """``x`` updated in place with ``x * w + b``: each thread reads its flat
+    vector (FLAT_WHOLE_ROWS, FLAT_SCALAR_ROWS) before writing it (with
+    FLAT_WHOLE_ROWS off, test_whole_rows_on_the_row_variants: each lane its
+    slots of a row, a warp's, or a piece, a block's)."""
+    affine_in_place(shape, device)
+
+
+def affine_in_place(shape, device):
+    """The fusion of test_weighted_update_in_place, checked."""
     with FusionDefinition(name="affine_in_place") as fd:
         x, w, b = (fd.define_tensor(shape=dims, dtype=DataType.Float) for dims in ([-1, -1], [-1], [-1]))
         fd.add_output(x * w + b, x)

@@ -55,11 +55,18 @@ flat pointwise (R empty, every operand dense and read at the same index)
     one 16-byte vector per thread (where the alignments allow) in a grid
     that covers the tensor, and a scalar tail.
 row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
-    warps take rows shorter than a block's chunk, blocks take pieces of
-    longer rows (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or
-    piece: no index division per element, and a column operand broadcast
-    along the row is one value per row; a grid-stride loop with index
-    division for short rows.
+    where the output and the inputs read at its index are dense and
+    aligned, the flat scheme over the tensor's vectors, each vector's row
+    and column by one division: for rows that are whole vectors where one
+    such input is read (``x * w + b``), the weights read as vectors at that
+    column (:data:`FLAT_WHOLE_ROWS`); for rows that are not, an element at a
+    time (:data:`FLAT_SCALAR_ROWS`). Otherwise (a write-only broadcast such
+    as a column plus a row, strided operands) warps take rows shorter than a
+    block's chunk, blocks take pieces of longer rows
+    (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or piece: no
+    index division per element, and a column operand broadcast along the
+    row is one value per row; a grid-stride loop with index division for
+    short rows.
 inner reduction (R dims after the P dims)
     a warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (butterfly
     ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
@@ -345,6 +352,25 @@ SCALAR_PIECE_CHUNKS = 4
 #: and 50257 0.56 / 0.69 -> 0.71 / 0.71, of 4095 0.80 -> 0.72, bfloat16
 #: 0.39-0.40 -> 0.52-0.53 (sweep 19b).
 FLAT_SCALAR_ROWS = True
+#: Row-pointwise generics whose rows are whole 16-byte vectors and that read
+#: a full-size input (``x * w + b``; not a write-only broadcast such as a
+#: column plus a row) run the flat scheme too, where the output and the
+#: full-size inputs are dense and aligned: a thread a vector of the tensor,
+#: its row and column by one division, each weight loaded as one vector at
+#: that column (a vector is inside one row), a value broadcast along the row
+#: (a ``[rows, 1]`` column) loaded once (:meth:`_SegmentScheduler._gathered_in_row`).
+#: This is the shape of Inductor's pointwise kernels (sweep 21b). False: a
+#: warp a row, a block a piece of the longer rows (:data:`ROW_PIECE_CHUNKS`).
+#: On the H200 (bench's scale_bias, one call after an L2 flush, 256 MB / 1 GB;
+#: rows -> flat): float32 of 1K columns 0.97 / 0.97x torch.compile -> 1.00 /
+#: 1.00 (0.99 / 0.97 of copy -> 1.01 / 1.00), bfloat16 of 1K 0.97 / 0.97 ->
+#: 0.99 / 1.00, of 8K 0.98 / 0.97 -> 0.99 / 0.99, of 32K 0.96 / 0.97 -> 1.00 /
+#: 1.00, float32 of 8K and 32K 1.00 -> 0.99-1.00. A write-only broadcast lost
+#: on it (broadcast_add of 1K columns, float32 1.10 -> 0.91 of copy, bfloat16
+#: 1.09 -> 0.81; in blocks of 128 threads too: 0.82-0.84): its stores wait
+#: on the gathered loads, a vector a thread, where a warp a row loads the
+#: row's column once and stores 8 vectors a lane (sweep 26).
+FLAT_WHOLE_ROWS = True
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
 #: Slots of the cached warp variant's last pass whose small operands
@@ -2255,7 +2281,7 @@ class _SegmentScheduler:
             return None
         return _vector_lanes([(_element_bytes(ir.MemRefType(v.type).element_type), self.layout(v)[1]) for v, _ in tensors])
 
-    def flat_pointwise(self, g: _Generic, lanes: int, when: list | None = None) -> None:
+    def flat_pointwise(self, g: _Generic, lanes: int, when: list | None = None, whole_rows: bool = False) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
         store (16-byte vectors where the alignment allows), one vector per
         thread (the grid covers the tensor: measured on the H200, this beat
@@ -2266,7 +2292,8 @@ class _SegmentScheduler:
         (every dim but the last) and column, found once a vector by a
         division, a vector's columns crossing at most one row's end (rows
         of at least ``lanes`` elements: the launch condition ``when`` of
-        :meth:`row_pointwise` says so)."""
+        :meth:`row_pointwise` says so; with ``whole_rows``, rows of whole
+        vectors, so a vector is inside one row: see :meth:`_gathered`)."""
         k = self.kernel()
         rank = len(g.iterators)
         identity = ir.AffineMap.get_identity(rank)
@@ -2283,7 +2310,7 @@ class _SegmentScheduler:
                 with ir.InsertionPoint(loop.body):
                     j = loop.induction_variable
                     loaded = [memref.LoadOp(k.view_argument(v, lanes), [j]).result if f else None for v, f in zip(g.inputs, flat)]
-                    elements = self._gathered(k, g, sizes, _scaled(j, lanes), lanes, gathered) if any(gathered) else [[None] * len(g.inputs)] * lanes
+                    elements = self._gathered(k, g, sizes, _scaled(j, lanes), lanes, gathered, whole_rows) if any(gathered) else [[None] * len(g.inputs)] * lanes
                     columns = [  # every load before any arithmetic, so they are in flight together
                         [vector.ExtractOp(x, [], [lane]).result if f else e if gather else k.value(v) for x, e, v, f, gather in zip(loaded, elements[lane], g.inputs, flat, gathered)]
                         for lane in range(lanes)
@@ -2309,7 +2336,7 @@ class _SegmentScheduler:
         blocks = _ceildiv(_product(self.size_formulas(g)), THREADS * lanes)
         k.finish([["min", blocks, ["const", MAX_GRID_X]], ["const", 1], ["const", 1]], when=when)
 
-    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool]) -> list[list]:
+    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool], whole_rows: bool = False) -> list[list]:
         """The ``gathered`` inputs' elements for each of the ``lanes``
         elements from flat index ``first``, a list per lane in the order of
         ``g.inputs`` (None for the others): the row and column of the first
@@ -2320,14 +2347,20 @@ class _SegmentScheduler:
         element's, or the next row's as if it went on), so the loads of a
         vector's lanes differ by a constant offset; one that does not read
         the column, once at the row and once at the next (the last row
-        again where there is none), each lane taking one of the two."""
+        again where there is none), each lane taking one of the two. With
+        ``whole_rows`` (rows of whole vectors from aligned starts: the
+        ``lanes`` elements are in one row), an input read along the row is
+        one vector load (aligned: :meth:`row_lanes` counts it), one that
+        does not read the column a value."""
         cols, inner = sizes[-1], len(sizes) - 1
         row = arith.DivUIOp(first, cols).result
         col = arith.SubIOp(first, arith.MulIOp(row, cols).result).result
-        left = arith.SubIOp(cols, col).result  # the row's elements from the first on
         operands = [(v, m) for v, m, gather in zip(g.inputs, g.maps, gathered) if gather]
         reads_rows = any(_uses_dim(m, d) for _, m in operands for d in range(inner))
         here = k.delinearize(row, sizes[:-1]) if reads_rows else [None] * inner
+        if whole_rows:
+            return self._gathered_in_row(k, g, here + [col], lanes, gathered)
+        left = arith.SubIOp(cols, col).result  # the row's elements from the first on
         last = arith.SubIOp(k.product(sizes[:-1]), _index(1)).result
         following = k.delinearize(arith.MinUIOp(arith.AddIOp(row, _index(1)).result, last).result, sizes[:-1]) if reads_rows else [None] * inner
         starts, constant = {}, {}  # the two flat indices of each input read along the row; the two values of one read per row
@@ -2360,6 +2393,25 @@ class _SegmentScheduler:
                     values.append(self._gather(k, v, m, ivs))
             elements.append(values)
         return elements
+
+    def _gathered_in_row(self, k: _Kernel, g: _Generic, ivs: list, lanes: int, gathered: list[bool]) -> list[list]:
+        """:meth:`_gathered` for ``lanes`` elements of one row from ``ivs``
+        (a multiple of ``lanes`` columns in): an input that does not read
+        the column is one value, one that does reads it as its own last,
+        dense dim from a buffer aligned to the vector (as :meth:`row_lanes`
+        asks of the vector variants), so its elements are one vector."""
+        inner = len(ivs) - 1
+        columns = []  # per input: its lanes' values (None for the inputs not gathered)
+        for v, m, gather in zip(g.inputs, g.maps, gathered):
+            if not gather:
+                columns.append([None] * lanes)
+            elif not _uses_dim(m, inner):
+                columns.append([self._gather(k, v, m, ivs)] * lanes)
+            else:
+                at = _vector_index(k.linear_index(v, k.indices(m, ivs)), lanes)
+                loaded = memref.LoadOp(k.view_argument(v, lanes), [at]).result
+                columns.append([vector.ExtractOp(loaded, [], [lane]).result for lane in range(lanes)])
+        return [list(values) for values in zip(*columns)]
 
     def _gather(self, k: _Kernel, operand: ir.Value, amap: ir.AffineMap, ivs: list) -> ir.Value:
         """The element of ``operand`` read through ``amap`` at ``ivs``: at its flat index where it is dense."""
@@ -2397,14 +2449,21 @@ class _SegmentScheduler:
         :class:`_RowWalk`), so no thread divides its index by the sizes, and
         an operand broadcast along the row (a ``[rows, 1]`` column) is one
         value per row. Rows that are not whole vectors run on the tensor's
-        flat vectors where the output allows (:data:`FLAT_SCALAR_ROWS`)."""
+        flat vectors where the output allows (:data:`FLAT_SCALAR_ROWS`), and
+        so do rows of whole vectors that read a full-size input
+        (:data:`FLAT_WHOLE_ROWS`)."""
         space = self.size_formulas(g)
         long_rows = ["gt", space[-1], ["const", ROW_POINTWISE_MIN - 1]]
         reads_outputs = any(list(a.uses) for a in list(g.body.arguments)[len(g.inputs) :])
-        flat = self.flat_lanes(g, gathered=True) if FLAT_SCALAR_ROWS and not reads_outputs else None
+        flat = None if reads_outputs else self.flat_lanes(g, gathered=True)
+        identity = ir.AffineMap.get_identity(len(g.iterators))
+        reads_full = any(isinstance(v.type, ir.ShapedType) and m == identity for v, m in zip(g.inputs, g.maps))
         for lanes, condition in self.vector_variants(self.row_lanes([g]), space[-1]):
-            if lanes == 1 and flat and flat > 1:  # rows that are not whole vectors (FLAT_SCALAR_ROWS)
+            if lanes == 1 and FLAT_SCALAR_ROWS and flat and flat > 1:  # rows that are not whole vectors
                 self.flat_pointwise(g, flat, when=_both(long_rows, condition))
+                continue
+            if lanes > 1 and FLAT_WHOLE_ROWS and reads_full and flat:  # rows of whole vectors (flat >= lanes: fewer operands)
+                self.flat_pointwise(g, lanes, when=_both(long_rows, condition), whole_rows=True)
                 continue
             chunk_columns = THREADS * lanes * CHUNK_SLOTS  # a block's chunk
             piece_columns = chunk_columns * (SCALAR_PIECE_CHUNKS if lanes == 1 else ROW_PIECE_CHUNKS)  # 0: whole rows

@@ -331,7 +331,8 @@ def test_rows_that_are_not_whole_vectors_run_on_the_tensors_flat_vectors(flat, m
     the output stored as vector<4xf32>, each element's column from a
     division a vector, the weights loaded an element at a time), a thread a
     vector; without it, the scalar row variants (a warp a row, a block a
-    piece). Rows of whole vectors keep the vector row variants."""
+    piece). Rows of whole vectors take a flat kernel of their own
+    (FLAT_WHOLE_ROWS)."""
     monkeypatch.setattr(gpu_schedule, "FLAT_SCALAR_ROWS", flat)
     text, chosen = bench_rows("scale_bias", "float32")
     whole = chosen(4096)
@@ -348,6 +349,33 @@ def test_rows_that_are_not_whole_vectors_run_on_the_tensors_flat_vectors(flat, m
     assert kernel.count("memref.load") == 1 + 2 * 4 + 3 and kernel.count("vector<4xf32>") >= 2  # x, 4 columns of w and b; the tail's 3
     body = kernel.split("scf.for")[1]  # the loop over vectors (then the tail's)
     assert body.count("arith.divui") == 1 and "arith.remui" not in body  # a vector's row; its columns by adding
+
+
+@pytest.mark.parametrize("flat", [True, False])
+def test_rows_of_whole_vectors_that_read_a_full_size_input_run_on_the_tensors_flat_vectors(flat, monkeypatch):
+    """A scale and bias of rows of whole 16-byte vectors, dense and aligned:
+    with FLAT_WHOLE_ROWS one kernel over the tensor's flat vectors for every
+    such row length, a thread a vector (its row and column by one
+    division), x, w and b each one vector load, no select between rows;
+    without it a warp a row and a block a piece. A column plus a row (a
+    write-only broadcast) keeps a warp a row either way."""
+    monkeypatch.setattr(gpu_schedule, "FLAT_WHOLE_ROWS", flat)
+    text, chosen = bench_rows("scale_bias", "float32")
+    kernels = {chosen(cols).kernel for cols in (128, 1024, 4096, 32768)}
+    if not flat:
+        assert len(kernels) == 2 and chosen(1024).kernel != chosen(32768).kernel
+    else:
+        (name,) = kernels
+        launch, kernel = chosen(4096), kernel_text(text, name)
+        assert launch.block == [256, 1, 1] and evaluate(launch.grid[0], [(3, 4096), (4096,), (4096,), (3, 4096)], []) == 3 * 4096 // 1024
+        assert all(["flat", ["arg", i], 4] in launch.args for i in range(4))  # x, w, b and the output as vectors
+        body = kernel.split("scf.for")[1]  # the loop over vectors
+        assert len(re.findall(r"memref\.load .*memref<\?xvector<4xf32>>", body)) == 3
+        assert body.count("arith.divui") == 3 and "arith.select" not in body  # the vector's row; w's and b's vector index (by 4)
+    text, chosen = bench_rows("broadcast_add", "float32")
+    warp = chosen(1024)
+    assert warp.block == [32 * 8, 1, 1] and evaluate(warp.grid[0], [(3, 1), (1, 1024), (3, 1024)], []) == 1  # 3 rows, a warp each: one block
+    assert len(re.findall(r"memref\.load .*memref<\?xvector<4xf32>>", kernel_text(text, warp.kernel))) >= 4  # the row's vectors, unrolled
 
 
 def kernel_text(text: str, name: str) -> str:

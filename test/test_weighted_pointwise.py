@@ -157,3 +157,28 @@ def affine_in_place(shape, device):
     np.testing.assert_allclose(to_host(arguments[0]), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(to_host(arguments[1]), weights[0])
     np.testing.assert_array_equal(to_host(arguments[2]), weights[1])
+
+
+@pytest.mark.parametrize("offset", [1, 2], ids=["4-byte", "8-byte"])
+@pytest.mark.parametrize("cols", [1024, 1026, 1025])
+def test_weights_aligned_to_less_than_a_vector(offset, cols, device):
+    """A scale and bias whose weights start ``offset`` float32 elements into
+    a buffer (4- or 8-byte aligned where the buffer is 16-byte aligned, as a
+    device buffer is): rows of a multiple of the weights' vector (2 lanes at
+    8 bytes) on the flat scheme in vectors of that many lanes
+    (FLAT_WHOLE_ROWS), the others with the weights read an element at a
+    time (FLAT_SCALAR_ROWS). x and the output stay 16-byte aligned."""
+    shape = (37, cols)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    backing = [RNG.standard_normal(cols + offset).astype(np.float32) for _ in range(2)]
+    weights = [to_device(b, device)[offset:] for b in backing]
+    w, b = (a[offset:] for a in backing)
+    expected = x.astype(np.float64) * w + b
+    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")
+    out = to_device(np.full(shape, np.nan, np.float32), device)
+    inputs = [to_device(x, device), *weights]
+    before = [a.copy() for a in (x, w, b)]
+    (got,) = fd.execute(inputs, outputs=[out])
+    np.testing.assert_allclose(to_host(got), expected, rtol=1e-5, atol=1e-5)
+    for array, original in zip(inputs, before):
+        np.testing.assert_array_equal(to_host(array), original)

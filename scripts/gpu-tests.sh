@@ -15,7 +15,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 paths=("$@")
 [ ${#paths[@]} -gt 0 ] || paths=(test/)
 logs=${GPU_TEST_LOGS:-/tmp/gpu-tests}
-mkdir -p "$logs" && rm -f "$logs"/shard.* "$logs"/ids.txt
+mkdir -p "$logs" && rm -f "$logs"/shard.* "$logs"/ids.*  # a run of more processes before left more shards
 python3 -m pytest -q --collect-only -p no:cacheprovider -m gpu "${paths[@]}" | grep '::' > "$logs/ids.txt"
 count=$(wc -l < "$logs/ids.txt")
 [ "$count" -gt 0 ] || { echo "gpu-tests.sh: no GPU tests collected from ${paths[*]}"; exit 1; }

@@ -37,11 +37,16 @@ SHAPES = [(1, 128), (3, 1000), (6, 1001), (37, 4096), (1000, 520), (5, 32776), (
 WHOLE_ROWS = [(1, 128), (37, 4096), (1000, 520), (5, 32776)]
 
 
+def bench_fusion(name, dtype):
+    """bench/run.py's fusion of case ``name`` in ``dtype``."""
+    return BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == name), dtype)
+
+
 def scale_and_bias(shape, dtype, device):
     """bench/run.py's scale_bias of ``shape`` on fresh inputs, checked (run_checked) against float64."""
     x, w, b = (RNG.standard_normal(s).astype(NUMPY[dtype]) for s in (shape, shape[1:], shape[1:]))
     expected = x.astype(np.float64) * w.astype(np.float64) + b.astype(np.float64)
-    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), dtype)
+    fd = bench_fusion("scale_bias", dtype)
     tolerance = 1e-5 if dtype == "float32" else 1e-2
     run_checked(FusionExecutorCache(fd), [x, w, b], expected, NUMPY[dtype], device, (tolerance, tolerance), 1.0, f"{dtype} {shape}")
 
@@ -95,7 +100,7 @@ def test_rows_that_are_not_whole_vectors(flat, dtype, constants):
     constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
     for shape in ((6, 1001), (3, 5001), (301, 129)):
         scale_and_bias(shape, dtype, "cuda")
-    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "broadcast_add"), dtype)  # no input read flat
+    fd = bench_fusion("broadcast_add", dtype)  # no input read flat
     column, row = RNG.standard_normal((37, 1)).astype(NUMPY[dtype]), RNG.standard_normal((1, 1001)).astype(NUMPY[dtype])
     expected = column.astype(np.float64) + row.astype(np.float64)
     run_checked(FusionExecutorCache(fd), [column, row], expected, NUMPY[dtype], "cuda", (1e-2, 1e-2), 1.0, f"{dtype} broadcast_add")
@@ -174,7 +179,7 @@ def test_weights_aligned_to_less_than_a_vector(offset, cols, device):
     weights = [to_device(b, device)[offset:] for b in backing]
     w, b = (a[offset:] for a in backing)
     expected = x.astype(np.float64) * w + b
-    fd = BENCH.fusion_for(next(c for c in BENCH.CASES if c.name == "scale_bias"), "float32")
+    fd = bench_fusion("scale_bias", "float32")
     out = to_device(np.full(shape, np.nan, np.float32), device)
     inputs = [to_device(x, device), *weights]
     before = [a.copy() for a in (x, w, b)]

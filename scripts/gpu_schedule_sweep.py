@@ -1,6 +1,6 @@
 """Try scheduler settings on the GPU.
 
-    FUSER_CACHE=0 python3 scripts/gpu_schedule_sweep.py SETTINGS CASES [MB]
+    FUSER_CACHE=0 python3 scripts/gpu_schedule_sweep.py SETTINGS CASES [MB] [--compile]
 
 SETTINGS is a Python list of strings, or a file holding one (named *.py): each string is
 code run in the namespace of fuser_mlir.lowering.gpu_schedule before fresh
@@ -18,6 +18,9 @@ call alone after an L2 flush (bench/run.py's method: device time, the stream
 held while the host enqueues), each
 against a copy of the same bytes timed the same way, after checking the
 result against PyTorch in float64.
+With --compile, torch.compile of each case is timed the same ways once (before
+the settings), so a setting can be read against it as bench/run.py's
+"x compile" column.
 FUSER_CACHE=0 keeps kernels compiled under one setting out of the next. A
 development tool for choosing the constants (bench/results/h200-sweeps.txt
 has what each sweep found); bench/run.py is the benchmark.
@@ -79,11 +82,27 @@ def timed(fn, batch, flush, repeat=10):
     return statistics.median(times)
 
 
-def main(settings_arg: str, cases_arg: str, megabytes: int = 256) -> None:
+def time_compiled(cases: list, megabytes: int, flush) -> None:
+    """Print torch.compile's time for each case, back to back and one call alone, as main() prints ours."""
+    by_name = {c.name: c for c in bench.CASES}
+    for case_name, dtype, hidden in cases:
+        case = by_name[case_name]
+        inputs = bench.random_inputs(case, getattr(torch, dtype), megabytes << 20, seed=1, hidden=int(hidden))
+        torch._dynamo.reset()
+        compiled = torch.compile(case.torch_fn, dynamic=False)
+        run = lambda: compiled(*inputs)  # noqa: E731
+        back, alone = timed(run, 20, flush), 1e3 * bench.median_ms(run, 20, 3, flush)
+        label = f"{'torch.compile':<42} {case_name:<10} {dtype:<8} h={hidden:<6}"
+        print(f"{label} back-to-back {back:7.1f} us, one call {alone:7.1f} us", flush=True)
+
+
+def main(settings_arg: str, cases_arg: str, megabytes: int = 256, compiled: bool = False) -> None:
     text = open(settings_arg).read() if settings_arg.endswith(".py") else settings_arg
     settings = ast.literal_eval(text)
     cases = [tuple(c.split(":")) for c in cases_arg.split(",")]
     flush = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    if compiled:
+        time_compiled(cases, megabytes, flush)
     saved = snapshot()
     by_name = {c.name: c for c in bench.CASES}
     copies = {}
@@ -117,5 +136,19 @@ def main(settings_arg: str, cases_arg: str, megabytes: int = 256) -> None:
     restore(saved)
 
 
+def parse_args(argv: list[str]) -> tuple[str, str, int, bool]:
+    """(SETTINGS, CASES, MB, --compile) from the command line; SystemExit with
+    the usage on anything else."""
+    flags = [a for a in argv if a.startswith("--")]
+    positional = [a for a in argv if not a.startswith("--")]
+    unknown = sorted(set(flags) - {"--compile"})
+    if unknown or not 2 <= len(positional) <= 3:
+        problem = f"unknown option {unknown[0]}" if unknown else "SETTINGS and CASES are required, MB optional"
+        raise SystemExit(f"{problem}; usage: gpu_schedule_sweep.py SETTINGS CASES [MB] [--compile]")
+    if len(positional) == 3 and not positional[2].isdigit():
+        raise SystemExit(f"MB is the input size in whole megabytes (256, 1024), not {positional[2]!r}")
+    return positional[0], positional[1], int(positional[2]) if len(positional) == 3 else 256, "--compile" in flags
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:4]))
+    main(*parse_args(sys.argv[1:]))

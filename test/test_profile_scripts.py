@@ -3,34 +3,17 @@ source page, and gpu_profile_case.py's choice of the kernels a bench case
 launches (ncu itself needs the GPU host; these parts do not)."""
 
 import csv
-import importlib.util
 import io
-import sys
-from pathlib import Path
 
 import pytest
 
+from bench_scripts import load_script as script
 from fuser_mlir._mlir import ir
 
-ROOT = Path(__file__).resolve().parent.parent
 HEADER = [
     "Address", "Source", "Warp Stall Sampling (All Samples)", "Warp Stall Sampling (Not-issued Samples)", "# Samples",
     "Instructions Executed", "stall_barrier", "stall_long_sb", "stall_barrier (Not Issued)", "stall_long_sb (Not Issued)",
 ]
-
-
-def script(name: str, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    had_run = "run" in sys.modules
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if not had_run:
-            sys.modules.pop("run", None)
-    return module
 
 
 def source_page(rows: list[list]) -> str:

@@ -2,14 +2,12 @@
 schedulers or the kernel lowering is undone before the next setting; and its
 command line (the sweep itself needs a GPU; these parts do not)."""
 
-import importlib.util
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_scripts import load_script
 
 
 @pytest.fixture
@@ -20,17 +18,7 @@ def sweep(monkeypatch):
             import torch  # noqa: F401  (the real one, on a GPU host)
         except ImportError:
             monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # the script imports it at the top
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    had_run = "run" in sys.modules
-    spec = importlib.util.spec_from_file_location("gpu_schedule_sweep", ROOT / "scripts" / "gpu_schedule_sweep.py")
-    sweep = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(sweep)  # imports bench/run.py as `run`
-    finally:
-        if not had_run:
-            sys.modules.pop("run", None)
-    return sweep
+    return load_script("gpu_schedule_sweep", monkeypatch)
 
 
 def test_restore_undoes_a_setting_in_both_lowering_modules(sweep):

@@ -28,7 +28,7 @@ from fuser_mlir.runtime.launch import evaluate  # noqa: E402
 def chosen_kernels(programs: dict, shapes: list) -> dict[str, list[str]]:
     """Each segment's kernels whose launch condition holds for arguments of
     ``shapes`` (the segment's inputs, then its outputs)."""
-    return {name: [launch.kernel for launch in p.launches if evaluate(launch.when, shapes, [])] for name, p in programs.items()}
+    return {segment: [launch.kernel for launch in program.launches if evaluate(launch.when, shapes, [])] for segment, program in programs.items()}
 
 
 def main(spec: str, megabytes: int = 256) -> None:
@@ -40,7 +40,7 @@ def main(spec: str, megabytes: int = 256) -> None:
     fd = bench.fusion_for(case, dtype)
     outs = [torch.empty_like(case.torch_fn(*inputs))]
     compiled = torch.compile(case.torch_fn, dynamic=False)
-    programs = {name: segment.program for name, segment in fd.compile(inputs).kernels.items()}  # (also from the disk cache)
+    programs = {segment: kernels.program for segment, kernels in fd.compile(inputs).kernels.items()}  # (also from the disk cache)
     for segment, chosen in chosen_kernels(programs, [list(t.shape) for t in inputs + outs]).items():
         print(f"{segment}: launches {', '.join(chosen)} (of {len(programs[segment].launches)} kernels)", flush=True)
     for _ in range(3):

@@ -25,10 +25,16 @@ import run as bench  # noqa: E402
 from fuser_mlir.runtime.launch import evaluate  # noqa: E402
 
 
+def launched(program, shapes: list, sms: int | None = None) -> list[str]:
+    """The kernels of a segment's launch ``program`` whose launch condition
+    holds (or that have none) for arguments of ``shapes`` on ``sms`` SMs."""
+    return [launch.kernel for launch in program.launches if launch.when is None or evaluate(launch.when, shapes, [], sms)]
+
+
 def chosen_kernels(programs: dict, shapes: list) -> dict[str, list[str]]:
     """Each segment's kernels whose launch condition holds for arguments of
     ``shapes`` (the segment's inputs, then its outputs)."""
-    return {segment: [launch.kernel for launch in program.launches if evaluate(launch.when, shapes, [])] for segment, program in programs.items()}
+    return {segment: launched(program, shapes) for segment, program in programs.items()}
 
 
 def main(spec: str, megabytes: int = 256) -> None:

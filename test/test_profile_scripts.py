@@ -71,3 +71,15 @@ def test_profile_case_names_the_kernel_a_row_length_launches(monkeypatch):
         shapes = [list(s) for s in case.shapes(64 * hidden, hidden)] + [[64, hidden]]
         (chosen,) = profile.chosen_kernels(scheduled.programs, shapes).values()
         assert len(chosen) == 1 and blocks[chosen[0]] == threads
+
+
+def test_profile_case_counts_a_launch_without_a_condition_as_always_launched(monkeypatch):
+    """A segment of one kernel has no launch condition (``when`` None): it is launched for any shapes."""
+    from types import SimpleNamespace
+
+    profile = script("gpu_profile_case", monkeypatch)
+    program = SimpleNamespace(
+        launches=[SimpleNamespace(kernel="k0", when=None), SimpleNamespace(kernel="k1", when=["gt", ["argdim", 0, 1], ["const", 1024]])]
+    )
+    assert profile.launched(program, [[8, 1024]]) == ["k0"]
+    assert profile.launched(program, [[8, 4096]]) == ["k0", "k1"]

@@ -1,0 +1,155 @@
+"""The SASS of the kernels a bench case launches, on a machine without a GPU.
+
+    python3 scripts/kernel_sass.py CASE:DTYPE:HIDDEN [MB] [--setting CODE] [--all]
+
+Compiles bench/run.py's case for sm_90 (PTX needs no GPU; ptxas must be on
+PATH), picks in each segment the kernel its launch program chooses for the
+bench's inputs of MB megabytes (default 256) on an H200 (132 SMs), and
+disassembles it with nvdisasm (on PATH, or the one the nvidia-cuda-nvdisasm
+wheel of the ``dev`` extra installs). Prints ptxas's resource line for the
+kernel (registers, spills), then its global and shared memory, barrier and
+branch instructions in program order (with ``--all``, every instruction):
+whether a pass issues its loads before its stores, or waits for each load
+between stores, shows here before any GPU time is spent (sweep 29 in
+bench/results/h200-sweeps.txt). ``--setting`` runs CODE in the namespace of
+fuser_mlir.lowering.gpu_schedule first, as scripts/gpu_schedule_sweep.py's
+settings do (``--setting "SHARED_WEIGHT_BYTES = 0"``), for this compile only.
+"""
+
+import contextlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as bench  # noqa: E402
+from gpu_profile_case import launched  # noqa: E402
+from fuser_mlir.compiler import compile_fusion  # noqa: E402
+from fuser_mlir.lowering import gpu_schedule  # noqa: E402
+
+H200_SMS = 132
+#: What the default listing keeps: global and shared loads and stores, bulk
+#: copies and mbarrier waits, barriers, prefetches, branches and exits.
+SHOWN = re.compile(r"\b(LDG|STG|LDS|STS|LDGSTS|UBLKCP|SYNCS|BAR|CCTL|BRA|EXIT|CALL|RED|ATOM)\b")
+ITEMSIZE = {"float32": 4, "bfloat16": 2}
+
+
+def nvdisasm() -> str:
+    """nvdisasm's path: on PATH, else the nvidia-cuda-nvdisasm wheel's."""
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        nvidia = None
+    for root in getattr(nvidia, "__path__", []):
+        for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm")):
+            return str(candidate)
+    raise SystemExit("nvdisasm not found: install the dev extra (pip install -e '.[dev]': nvidia-cuda-nvdisasm) or put it on PATH")
+
+
+def chosen_kernels(compiled, input_shapes: list, sms: int = H200_SMS) -> list[str]:
+    """The kernel each step's launch program picks for inputs of ``input_shapes``."""
+    plan, chosen = compiled.plan, []
+    for step in plan.steps:
+        shapes = [plan.buffer(b).shape_for(input_shapes) for kind, b in step.args if kind == "buffer"]
+        chosen += launched(compiled.program.programs[step.kernel], shapes, sms)
+    return chosen
+
+
+def kernel_section(sass: str, kernel: str) -> list[str]:
+    """The lines of ``kernel``'s ``.text`` section in nvdisasm's output."""
+    lines, inside = [], False
+    for line in sass.splitlines():
+        if line.startswith("\t.section\t.text."):
+            inside = line.split(",")[0] == f"\t.section\t.text.{kernel}"
+        if inside:
+            lines.append(line)
+    if not lines:
+        raise ValueError(f"no .text section for {kernel} in the disassembly")
+    return lines
+
+
+def instructions(section: list[str], everything: bool = False) -> list[str]:
+    """``/*offset*/ instruction`` of the section's instructions (all, or those :data:`SHOWN` matches)."""
+    found = []
+    for line in section:
+        match = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*(?:/\*\s*0x[0-9a-f]+\s*\*/)?\s*$", line)
+        if match and (everything or SHOWN.search(match.group(2))):
+            found.append(f"/*{match.group(1)}*/ {' '.join(match.group(2).rstrip(' ;').split())}")
+    return found
+
+
+def resources(ptxas_log: str, kernel: str) -> str:
+    """ptxas -v's lines about ``kernel``: its stack and spills, then its registers."""
+    lines = ptxas_log.splitlines()
+    for i, line in enumerate(lines):
+        if f"Compiling entry function '{kernel}'" in line:
+            return " | ".join(" ".join(l.split("ptxas info    :")[-1].split()) for l in lines[i + 2 : i + 4])
+    raise ValueError(f"ptxas said nothing of {kernel}")
+
+
+@contextlib.contextmanager
+def applied(setting: str):
+    """gpu_schedule with ``setting`` run in its namespace, restored afterwards
+    (names the setting added are removed, the others reset)."""
+    namespace = vars(gpu_schedule)
+    saved = dict(namespace)
+    try:
+        exec(setting, namespace)
+        yield
+    finally:
+        for name in set(namespace) - set(saved):
+            del namespace[name]
+        namespace.update(saved)
+
+
+def main(spec: str, megabytes: int = 256, setting: str = "", everything: bool = False) -> None:
+    name, dtype, hidden = spec.split(":")
+    cases = {c.name: c for c in bench.CASES}
+    if name not in cases or dtype not in ITEMSIZE or not hidden.isdigit():
+        raise SystemExit(f"CASE:DTYPE:HIDDEN is one of {', '.join(cases)} : float32 or bfloat16 : a row length, not {spec!r}")
+    if shutil.which("ptxas") is None:
+        raise SystemExit("ptxas is not on PATH (it comes with the cuda extra's nvidia-cuda-nvcc-cu12, or a CUDA toolkit)")
+    case = cases[name]
+    input_shapes = case.shapes((megabytes << 20) // ITEMSIZE[dtype], int(hidden))
+    fd = bench.fusion_for(case, dtype)
+    layouts = {"input": [(True, 16)] * len(input_shapes), "given": {0: (True, 16)}}  # the bench's dense, aligned tensors
+    with applied(setting):
+        compiled = compile_fusion(fd, given_outputs=(True,), device="cuda:0", layouts=layouts)
+    tool = nvdisasm()
+    with tempfile.TemporaryDirectory() as scratch:
+        ptx, cubin = Path(scratch) / "kernels.ptx", Path(scratch) / "kernels.cubin"
+        ptx.write_text(compiled.program.ptx)
+        log = subprocess.run(["ptxas", f"-arch={compiled.program.arch}", "-v", str(ptx), "-o", str(cubin)], capture_output=True, text=True, check=True).stderr
+        sass = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    for kernel in chosen_kernels(compiled, input_shapes):
+        print(f"{kernel} ({spec}, {megabytes} MB): {resources(log, kernel)}")
+        for line in instructions(kernel_section(sass, kernel), everything):
+            print("  " + line)
+
+
+def parse_args(argv: list[str]) -> tuple[str, int, str, bool]:
+    """(CASE:DTYPE:HIDDEN, MB, --setting's code, --all) from the command line."""
+    args, setting, everything = list(argv), "", False
+    if "--all" in args:
+        args.remove("--all")
+        everything = True
+    if "--setting" in args:
+        at = args.index("--setting")
+        if at + 1 >= len(args):
+            raise SystemExit("--setting needs the code to run, e.g. --setting 'SHARED_WEIGHT_BYTES = 0'")
+        setting = args.pop(at + 1)
+        args.pop(at)
+    if not 1 <= len(args) <= 2 or any(a.startswith("--") for a in args) or (len(args) == 2 and not args[1].isdigit()):
+        raise SystemExit(__doc__)
+    return args[0], int(args[1]) if len(args) == 2 else 256, setting, everything
+
+
+if __name__ == "__main__":
+    main(*parse_args(sys.argv[1:]))

@@ -83,3 +83,17 @@ def test_the_persistent_rms_norm_copies_its_weight_once_unless_a_setting_keeps_i
     alone = capsys.readouterr().out
     assert "UBLKCP" not in alone and "STG.E.128" in alone
     assert gpu_schedule.SHARED_WEIGHT_BYTES == before
+
+
+def test_missing_tools_are_named_with_where_to_get_them(monkeypatch):
+    """Without ptxas on PATH the script says where it comes from; without
+    nvdisasm (neither on PATH nor from the dev extra's wheel), likewise."""
+    import sys
+
+    sass = script("kernel_sass", monkeypatch)
+    monkeypatch.setattr(sass.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="ptxas is not on PATH .*nvidia-cuda-nvcc-cu12"):
+        sass.main("rms_norm:float32:1024")
+    monkeypatch.setitem(sys.modules, "nvidia", None)  # `import nvidia` raises ImportError
+    with pytest.raises(SystemExit, match=r"nvdisasm not found: install the dev extra .*nvidia-cuda-nvdisasm"):
+        sass.nvdisasm()

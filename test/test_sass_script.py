@@ -60,11 +60,12 @@ def test_the_command_line_and_its_errors(monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit or the cuda extra) is not on PATH")
-def test_the_persistent_rms_norm_copies_its_weight_once_unless_a_setting_keeps_it_in_memory(monkeypatch, capsys):
+def test_the_persistent_rms_norm_copies_its_weight_once_and_a_setting_lasts_one_compile(monkeypatch, capsys):
     """The bench's RMS norm of 32K float32 columns: the kernel its launch picks
     loads a row's 8 vectors a lane before the block's barrier and stores
-    after it, its weight copied to shared memory by the copy engine; with
-    SHARED_WEIGHT_BYTES 0 for this compile alone, no bulk copy."""
+    after it, its weight copied to shared memory by the copy engine. A
+    setting (4-byte vectors: a pointwise kernel of scalar accesses) holds for
+    its compile alone."""
     sass = script("kernel_sass", monkeypatch)
     from fuser_mlir.lowering import gpu_schedule
 
@@ -78,11 +79,11 @@ def test_the_persistent_rms_norm_copies_its_weight_once_unless_a_setting_keeps_i
     assert sum("STG.E.128" in op for op in body) == 8
     assert any(op.startswith("UBLKCP") for op in body)
 
-    before = gpu_schedule.SHARED_WEIGHT_BYTES
-    sass.main("rms_norm:float32:32768", setting="SHARED_WEIGHT_BYTES = 0")
-    alone = capsys.readouterr().out
-    assert "UBLKCP" not in alone and "STG.E.128" in alone
-    assert gpu_schedule.SHARED_WEIGHT_BYTES == before
+    before = gpu_schedule.VECTOR_BYTES
+    sass.main("pointwise:float32:1024", setting="VECTOR_BYTES = 4; ADDED = 1")  # a scalar kernel, for this compile alone
+    scalar = capsys.readouterr().out
+    assert "LDG.E " in scalar and ".128" not in scalar
+    assert gpu_schedule.VECTOR_BYTES == before and not hasattr(gpu_schedule, "ADDED")
 
 
 def test_missing_tools_are_named_with_where_to_get_them(monkeypatch):

@@ -29,41 +29,15 @@ has what each sweep found); bench/run.py is the benchmark.
 import ast
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
 sys.path.insert(0, "bench")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
-from fuser_mlir.lowering import gpu, gpu_schedule  # noqa: E402
-
-#: What a setting may change and restore() resets: the schedulers, and the
-#: kernel lowering (a setting reaches it as ``import fuser_mlir.lowering.gpu``).
-MODULES = (gpu_schedule, gpu)
-
-
-def snapshot(modules=MODULES) -> list:
-    """Each module's names, and the attributes of the classes it defines."""
-    saved = []
-    for module in modules:
-        classes = {v: dict(vars(v)) for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__}
-        saved.append((module, dict(vars(module)), classes))
-    return saved
-
-
-def restore(saved: list) -> None:
-    """Undo what a setting did: names it added are removed, the others reset."""
-    for module, names, classes in saved:
-        namespace = vars(module)
-        for name in set(namespace) - set(names):
-            del namespace[name]
-        namespace.update(names)
-        for cls, attributes in classes.items():
-            for name in set(vars(cls)) - set(attributes):
-                delattr(cls, name)
-            for name, value in attributes.items():
-                if not name.startswith("__"):
-                    setattr(cls, name, value)
-
+from fuser_mlir.lowering import gpu_schedule  # noqa: E402
+from scheduler_settings import restore, snapshot  # noqa: E402
 
 def timed(fn, batch, flush, repeat=10):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

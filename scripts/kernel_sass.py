@@ -13,10 +13,9 @@ whether a pass issues its loads before its stores, or waits for each load
 between stores, shows here before any GPU time is spent (sweep 29 in
 bench/results/h200-sweeps.txt). ``--setting`` runs CODE in the namespace of
 fuser_mlir.lowering.gpu_schedule first, as scripts/gpu_schedule_sweep.py's
-settings do (``--setting "SHARED_WEIGHT_BYTES = 0"``), for this compile only.
+settings do (scripts/scheduler_settings.py) (``--setting "SHARED_WEIGHT_BYTES = 0"``), for this compile only.
 """
 
-import contextlib
 import re
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
 from gpu_profile_case import launched  # noqa: E402
 from fuser_mlir.compiler import compile_fusion  # noqa: E402
-from fuser_mlir.lowering import gpu_schedule  # noqa: E402
+from scheduler_settings import applied  # noqa: E402
 
 H200_SMS = 132
 #: What the default listing keeps: global and shared loads and stores, bulk
@@ -47,9 +46,9 @@ def nvdisasm() -> str:
         import nvidia
     except ImportError:
         nvidia = None
-    for root in getattr(nvidia, "__path__", []):
-        for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm")):
-            return str(candidate)
+    wheel = next((p for root in getattr(nvidia, "__path__", []) for p in sorted(Path(root).glob("cu*/bin/nvdisasm"))), None)
+    if wheel is not None:
+        return str(wheel)
     raise SystemExit("nvdisasm not found: install the dev extra (pip install -e '.[dev]': nvidia-cuda-nvdisasm) or put it on PATH")
 
 
@@ -92,21 +91,6 @@ def resources(ptxas_log: str, kernel: str) -> str:
         if f"Compiling entry function '{kernel}'" in line:
             return " | ".join(" ".join(l.split("ptxas info    :")[-1].split()) for l in lines[i + 2 : i + 4])
     raise ValueError(f"ptxas said nothing of {kernel}")
-
-
-@contextlib.contextmanager
-def applied(setting: str):
-    """gpu_schedule with ``setting`` run in its namespace, restored afterwards
-    (names the setting added are removed, the others reset)."""
-    namespace = vars(gpu_schedule)
-    saved = dict(namespace)
-    try:
-        exec(setting, namespace)
-        yield
-    finally:
-        for name in set(namespace) - set(saved):
-            del namespace[name]
-        namespace.update(saved)
 
 
 def main(spec: str, megabytes: int = 256, setting: str = "", everything: bool = False) -> None:

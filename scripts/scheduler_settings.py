@@ -1,0 +1,50 @@
+"""Scheduler settings for the development scripts: code run in the namespace
+of fuser_mlir.lowering.gpu_schedule (``"SHARED_WEIGHT_BYTES = 0"``; a
+property of ``_RowGroup`` may be replaced too; ``"import
+fuser_mlir.lowering.gpu as g; g.CONTRACT_FMA = False"`` sets one of the
+kernel lowering), and undone afterwards. Used by gpu_schedule_sweep.py (a
+setting per sweep row) and kernel_sass.py (``--setting``, one compile).
+"""
+
+import contextlib
+
+from fuser_mlir.lowering import gpu, gpu_schedule
+
+#: What a setting may change and restore() resets: the schedulers, and the
+#: kernel lowering (a setting reaches it as ``import fuser_mlir.lowering.gpu``).
+MODULES = (gpu_schedule, gpu)
+
+
+def snapshot(modules=MODULES) -> list:
+    """Each module's names, and the attributes of the classes it defines."""
+    saved = []
+    for module in modules:
+        classes = {v: dict(vars(v)) for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__}
+        saved.append((module, dict(vars(module)), classes))
+    return saved
+
+
+def restore(saved: list) -> None:
+    """Undo what a setting did: names it added are removed, the others reset."""
+    for module, names, classes in saved:
+        namespace = vars(module)
+        for name in set(namespace) - set(names):
+            del namespace[name]
+        namespace.update(names)
+        for cls, attributes in classes.items():
+            for name in set(vars(cls)) - set(attributes):
+                delattr(cls, name)
+            for name, value in attributes.items():
+                if not name.startswith("__"):
+                    setattr(cls, name, value)
+
+
+@contextlib.contextmanager
+def applied(setting: str):
+    """The schedulers with ``setting`` run in gpu_schedule's namespace, restored afterwards."""
+    saved = snapshot()
+    try:
+        exec(setting, vars(gpu_schedule))
+        yield
+    finally:
+        restore(saved)

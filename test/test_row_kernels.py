@@ -173,10 +173,28 @@ def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):
     lane reads its first slots of a weight there and the others from
     memory, at row lengths of the 1024-thread blocks from just past the
     kept columns, 16 blocks for 203 rows (the kept part copied once per
-    block, read by each of its rows)."""
+    block, read by each of its rows). The RMS norm's weight is kept in part
+    rather than read through the non-coherent cache (NONCOHERENT_WEIGHTS
+    off; see the next test)."""
     constants.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
     constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    constants.setattr(gpu_schedule, "NONCOHERENT_WEIGHTS", False)
     check_rows(case, dtype, "cuda", [16392, 20000, 32768], rows=203)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, budget", [("float32", 64 * 1024), ("bfloat16", 32 * 1024)])
+def test_rows_that_read_their_weight_through_the_noncoherent_cache(dtype, budget, constants):
+    """An RMS norm's one weight past SHARED_WEIGHT_BYTES on 1024-thread
+    blocks (float32 rows past 16K columns; bfloat16 ones past 16K with the
+    budget cut to 32 KB), read through ld.global.nc (NONCOHERENT_WEIGHTS),
+    a row a block on a grid capped at 16 blocks for 203 rows, so each block
+    takes a dozen rows in turn; rows past a whole number of the lanes' slots
+    too."""
+    constants.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
+    cap_row_grids(constants, 16)
+    lengths = [16392, 20000, 24576, 32768]
+    check_rows("rms_norm", dtype, "cuda", lengths, rows=203, ptx="ld.global.nc.v4.b32")
 
 
 @pytest.mark.gpu
@@ -259,7 +277,7 @@ def test_rows_of_a_bfloat16_input_among_float32_ones(constants):
         run_checked(fec, inputs, expected, np.float32, "cuda", TOLERANCE["float32"], 1.0, f"{cols} columns")
 
 
-def check_rows(case, dtype, device, lengths, rows=3):
+def check_rows(case, dtype, device, lengths, rows=3, ptx=None):
     ref, weights = CASES[case]
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
@@ -270,7 +288,7 @@ def check_rows(case, dtype, device, lengths, rows=3):
         expected = ref(*[a.astype(np.float64) for a in inputs])
         # softmax outputs are about 1/cols: compare them relative to the row's largest
         scale = np.abs(expected).max(axis=1, keepdims=True) if case == "softmax" else 1.0
-        run_checked(fec, inputs, expected, np_dtype, device, TOLERANCE[dtype], scale, f"{case} {dtype} {cols} columns")
+        run_checked(fec, inputs, expected, np_dtype, device, TOLERANCE[dtype], scale, f"{case} {dtype} {cols} columns", ptx)
     assert fec.stats.misses == 1
 
 

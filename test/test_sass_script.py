@@ -60,12 +60,13 @@ def test_the_command_line_and_its_errors(monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit or the cuda extra) is not on PATH")
-def test_the_persistent_rms_norm_copies_its_weight_once_and_a_setting_lasts_one_compile(monkeypatch, capsys):
+def test_the_rms_norm_reads_its_weight_through_the_noncoherent_cache_and_a_setting_lasts_one_compile(monkeypatch, capsys):
     """The bench's RMS norm of 32K float32 columns: the kernel its launch picks
     loads a row's 8 vectors a lane before the block's barrier and stores
-    after it, its weight copied to shared memory by the copy engine. A
-    setting (4-byte vectors: a pointwise kernel of scalar accesses) holds for
-    its compile alone."""
+    after it, and reads its weight's 8 through the non-coherent cache
+    (LDG.E.128.CONSTANT; gpu_schedule.NONCOHERENT_WEIGHTS), with no copy to
+    shared memory. A setting (4-byte vectors: a pointwise kernel of scalar
+    accesses) holds for its compile alone."""
     sass = script("kernel_sass", monkeypatch)
     from fuser_mlir.lowering import gpu_schedule
 
@@ -74,10 +75,10 @@ def test_the_persistent_rms_norm_copies_its_weight_once_and_a_setting_lasts_one_
     assert kept[0].startswith("rms_norm_float32_seg0_k") and "registers" in kept[0] and "spill stores" in kept[0]
     body = [line.split("*/ ", 1)[1] for line in kept[1:]]
     first_store = next(i for i, op in enumerate(body) if "STG.E.128" in op)
-    loads = [i for i, op in enumerate(body[:first_store]) if op.startswith("LDG.E.128")]
+    loads = [i for i, op in enumerate(body[:first_store]) if op.startswith("LDG.E.128 ")]
     assert len(loads) == 8 and any(op.startswith("BAR.SYNC") for op in body[loads[-1] : first_store])
-    assert sum("STG.E.128" in op for op in body) == 8
-    assert any(op.startswith("UBLKCP") for op in body)
+    assert sum("STG.E.128" in op for op in body) == 8 and sum(op.startswith("LDG.E.128.CONSTANT") for op in body) == 8
+    assert not any(op.startswith("UBLKCP") for op in body)
 
     before = gpu_schedule.VECTOR_BYTES
     sass.main("pointwise:float32:1024", setting="VECTOR_BYTES = 4; ADDED = 1")  # a scalar kernel, for this compile alone

@@ -39,7 +39,10 @@ persistent rows (a whole segment)
     generic reads them there; full-size temporaries stay in registers too.
     The cached 1024-thread blocks (one an SM) take rows in a persistent
     grid and get them ahead, in shared memory, from the copy engine
-    (:data:`BUFFER_NEXT_ROW`, :class:`_RowBuffer`), with their weights.
+    (:data:`BUFFER_NEXT_ROW`, :class:`_RowBuffer`), or keep their weights
+    there alone (:data:`SHARED_WEIGHTS_ALONE`); a weight too large for that
+    and no wider than the rows is read through the non-coherent cache
+    instead, a row a block (:data:`NONCOHERENT_WEIGHTS`).
     Longer float32 rows, up to 32K columns, are *staged*
     (:data:`SHARED_THREADS`): a 1024-thread block loads a lane's slots of the
     row at once into dynamic shared memory (the launch's ``shared_bytes`` is
@@ -572,8 +575,35 @@ SHARED_WEIGHTS_ALONE = True
 #: of it, 0.89-0.90 / 0.92 with 64, 48 or 32 KB; rows of 20000 columns 0.76 /
 #: 0.73 -> 0.84 / 0.86 with 64 KB. The layer norms of 32K columns (float32:
 #: its first weight; bfloat16: both) moved within 0.02 either way
-#: (bench/results/h200-sweeps.txt, sweep 13).
+#: (bench/results/h200-sweeps.txt, sweep 13). Since
+#: :data:`NONCOHERENT_WEIGHTS`, an RMS norm's weight that does not fit whole
+#: is not kept at all.
 SHARED_WEIGHT_BYTES = 64 * 1024
+#: A 1024-thread cached block whose weights do not fit whole in
+#: :data:`SHARED_WEIGHT_BYTES`, and whose weights have no more bytes a column
+#: than its rows (an RMS norm's one weight: not a layer norm's two), keeps
+#: none of them in shared memory: it takes a row a block and reads its
+#: weights' slots from memory through the non-coherent (read-only) cache,
+#: ``ld.global.nc`` (:func:`_noncoherent_vector`). ptxas may issue such loads
+#: ahead of the stores before them (a plain load cannot pass a store that
+#: may alias it), so the store pass no longer waits for one L2 round trip
+#: a weight slot, one slot after the other. Valid because no thread of a
+#: kernel writes a buffer the kernel reads as a weight: an in-place write
+#: into an input read through a broadcast in the same kernel is an alias
+#: hazard that the passes resolve before lowering (analysis/hazards.py), a
+#: given output may not overlap an input it is not declared an alias of,
+#: and a kernel reads no temporary it writes across rows (the weights kept
+#: in shared memory rely on the same). On the H200 (256 MB, one call after
+#: an L2 flush), RMS norm float32 on (1024, 8), 64 KB of the weight kept
+#: persistent -> none kept, read through ``.nc``: rows of 18432 columns
+#: 169.9 -> 136.6 us (torch.compile 141.7), 20000 163.9 -> 135.0 (136.5),
+#: 24576 146.9 -> 132.9 (133.6), 32768 143.2 -> 140.8 (131.7). The same
+#: with plain loads (sweep 29b): 32768 151.6. A layer norm bfloat16 of 32K
+#: columns (two weights) lost that way (153.4 -> 160.1 us), so the weights
+#: of more bytes a column than the rows stay kept in part
+#: (bench/results/h200-sweeps.txt, sweeps 29 and 30). LLVM's NVPTX backend
+#: emits plain ``ld.global`` for ``!invariant.load``, hence inline asm.
+NONCOHERENT_WEIGHTS = True
 #: Cached block variants compute their lanes' columns from the thread index
 #: passed through an opaque move inside the row loop (:func:`_opaque`), so that
 #: LLVM does not hoist the slots' row-invariant addresses (a lane's columns, a
@@ -655,6 +685,7 @@ class _RowGroup:
     weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`)
     narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
     edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
+    noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -1447,6 +1478,7 @@ class _RowWalk:
         self.row_parity: ir.Value | None = None  # see _RowGroup.reduce
         self.after_first_reduction = None  # a buffered variant's _RowBuffer.release
         self.narrow_rows = False  # see _RowGroup.narrow_rows
+        self.noncoherent = False  # see _RowGroup.noncoherent
         self.piece = None  # (start, stop): the columns of the row to walk, where not all (ROW_PIECE_CHUNKS)
         self.flat: _FlatRow | None = None  # see flatten
         self.span = self.cols  # the columns a chunk loop walks (a flat walk's start before the row's first)
@@ -1641,7 +1673,9 @@ class _RowWalk:
                 view, index = staged, self.staged_index(col)
             else:
                 view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
-            if slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
+            if slot.safe is not None and self.noncoherent and view is not staged and self.weight(amap) and lanes * _element_bytes(element) == VECTOR_BYTES:
+                loaded = _noncoherent_vector(view, index)
+            elif slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
                 loaded = memref.LoadOp(view, [index]).result
             else:
                 loaded = _guarded(slot.inside, ir.VectorType.get([lanes], element), lambda: memref.LoadOp(view, [index]).result)
@@ -1649,6 +1683,10 @@ class _RowWalk:
             self.keeping.append((loaded, staged, slot))
             self.filling.add(key)
         return [loaded] if lanes == 1 else [vector.ExtractOp(loaded, [], [j]).result for j in range(lanes)]
+
+    def weight(self, amap: ir.AffineMap) -> bool:
+        """Whether an operand read through ``amap`` varies along the row alone (a weight)."""
+        return not any(_uses_dim(amap, d) for d in range(amap.n_dims - len(self.row_sizes)))
 
     def _flat_elements(self, operand: ir.Value, amap: ir.AffineMap, slot: _Slot) -> list[ir.Value]:
         """A flat walk's values at the slot of an operand not read at the
@@ -2011,6 +2049,19 @@ def _pointer(buffer: ir.Value, byte_offset: ir.Value, space: int) -> ir.Value:
     address = arith.IndexCastOp(ir.IntegerType.get_signless(64), start).result
     pointer = llvm.IntToPtrOp(ir.Type.parse(f"!llvm.ptr<{3 if space == 7 else space}>"), address).result
     return llvm.AddrSpaceCastOp(ir.Type.parse("!llvm.ptr<7>"), pointer).result if space == 7 else pointer
+
+
+def _noncoherent_vector(view: ir.Value, index: ir.Value) -> ir.Value:
+    """The 16-byte vector ``index`` of ``view`` (a global memref of vectors)
+    loaded through the non-coherent cache: ``ld.global.nc.v4.b32`` in inline
+    asm (see :data:`NONCOHERENT_WEIGHTS`)."""
+    vtype = ir.MemRefType(view.type).element_type
+    i32 = ir.IntegerType.get_signless(32)
+    address = _pointer(view, _scaled(index, VECTOR_BYTES), 1)
+    words = ir.Type.parse("!llvm.struct<(i32, i32, i32, i32)>")
+    asm = llvm.InlineAsmOp(words, [address], "ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", has_side_effects=True).result
+    parts = [llvm.ExtractValueOp(i32, asm, [j]).result for j in range(4)]
+    return vector.BitCastOp(vtype, vector.FromElementsOp(ir.VectorType.get([4], i32), parts).result).result
 
 
 # -- one segment ----------------------------------------------------------------------
@@ -2743,7 +2794,7 @@ class _SegmentScheduler:
                 threads, columns = threads // 2, columns * 2
             elif capped:
                 cap = BLOCK_MAX_REGISTERS
-            buffered, shared_weights, weight_slots = 0, 0, 0
+            buffered, shared_weights, weight_slots, noncoherent = 0, 0, 0, False
             row_bytes, weight_sizes = buffered_bytes
             weight_bytes = sum(weight_sizes)
             if BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes:  # for a row of the most columns it takes
@@ -2761,10 +2812,12 @@ class _SegmentScheduler:
                         weight_slots = SHARED_WEIGHT_BYTES // per_slot
                         if not weight_slots:
                             shared_weights = 0
+                    if shared_weights and weight_slots and NONCOHERENT_WEIGHTS and weight_bytes <= row_bytes:
+                        shared_weights, weight_slots, noncoherent = 0, 0, True
             groups.append(
                 _RowGroup(
                     "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
-                    shared_weights=shared_weights, weight_slots=weight_slots,
+                    shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent,
                     narrow_rows=words < allowed * REGISTER_ROOM if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
@@ -3131,7 +3184,7 @@ class _SegmentScheduler:
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
                     if flat:
                         walk.flatten(row_loop.induction_variable, k.product(sizes))
-                    walk.narrow_rows = group.narrow_rows
+                    walk.narrow_rows, walk.noncoherent = group.narrow_rows, group.noncoherent
                     if group.one_barrier and len(reductions) % 2:
                         walk.row_parity = self._row_parity(row_loop)
                     if group.staged:

@@ -905,9 +905,9 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     reads the second from memory. Its lanes' columns come from an opaque
     move of the thread index inside the row loop, as in every cached block
     (OPAQUE_LANE), and ptxas spills at most 24 bytes (72 without the move;
-    160 before NARROW_COLUMNS).
-    An RMS norm's rows of 32K take the same block and keep the same part of
-    its one weight in shared memory."""
+    160 before NARROW_COLUMNS). Its weights have more bytes a column than its
+    rows, so neither is read through the non-coherent cache
+    (NONCOHERENT_WEIGHTS)."""
     needs_libdevice()
     text, chosen = bench_rows("layer_norm", "float32")
     launch = chosen(32768)
@@ -917,10 +917,7 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 1
     assert kernel.count("nvvm.mbarrier.try_wait.parity") == 1 and kernel.count("llvm.inline_asm has_side_effects") == 1
     assert not chosen(16384).shared_bytes and chosen(16384).block[0] == 512  # (512, 8): no shared memory
-    text, chosen = bench_rows("rms_norm", "float32")
-    rms = chosen(32768)
-    assert rms.block[0] == 1024 and rms.grid == launch.grid and evaluate(rms.shared_bytes, [(3, 32768)] * 3, []) == 16384 * 4
-    assert kernel_text(text, rms.kernel).count("nvvm.cp.async.bulk.shared.cluster.global") == 1 and chosen(16384).block[0] == 512
+    assert "ld.global.nc" not in kernel
     if not shutil.which("ptxas"):
         return
     for opaque in (True, False):
@@ -980,14 +977,41 @@ def test_cached_blocks_compute_columns_in_32_bits(monkeypatch, narrow):
     assert 0 < weights and rms[0] >= 16 and layer_split[0] == weights + 16, (rms, layer, layer_split)
 
 
+@pytest.mark.parametrize("noncoherent", [True, False])
+def test_one_weight_past_the_shared_budget_is_read_through_the_noncoherent_cache(monkeypatch, noncoherent):
+    """An RMS norm float32 of 32K columns on (1024, 8): its one weight
+    (128 KB) does not fit whole in SHARED_WEIGHT_BYTES and has as many bytes
+    a column as its rows, so (NONCOHERENT_WEIGHTS) the block keeps none of it
+    in shared memory, takes a row a block (no persistent grid, no mbarrier,
+    no bulk copy), and reads the weight's 8 slots of each lane through
+    ld.global.nc, the row's 8 through plain loads. Off, it keeps the lanes'
+    first 4 slots in shared memory on a persistent grid, as a layer norm
+    does (see the test above), and reads none through the non-coherent cache."""
+    needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "NONCOHERENT_WEIGHTS", noncoherent)
+    program, chosen = bench_rows("rms_norm", "float32", "sm_90")
+    text, _ = bench_rows("rms_norm", "float32")
+    launch = chosen(32768)
+    kernel, ptx = kernel_text(text, launch.kernel), kernel_ptx(program.ptx, launch.kernel)
+    assert launch.block[0] == 1024 and launch.grid[0][2] == (["const", gpu_schedule.MAX_GRID_X] if noncoherent else ["sms"])
+    assert len(re.findall(r"ld\.global\.nc\.v4\.b32", ptx)) == (8 if noncoherent else 0)
+    assert len(re.findall(r"ld\.global\.v4", ptx)) == (8 if noncoherent else 12)  # the row's (and the weight's slots past the kept ones)
+    if noncoherent:
+        assert not launch.shared_bytes and "nvvm.mbarrier.init" not in kernel and "cp.async.bulk" not in kernel
+    else:
+        assert evaluate(launch.shared_bytes, [(3, 32768)] * 3, []) == 16384 * 4 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 1
+
+
 def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch):
-    """An RMS norm float32 of 32K columns on (1024, 8) keeps its weight
+    """An RMS norm float32 of 32K columns on (1024, 8), with its weight not
+    read through the non-coherent cache (NONCOHERENT_WEIGHTS off), keeps its weight
     alone in shared memory, up to SHARED_WEIGHT_BYTES: past it, the
     weight's region holds each lane's first slots that fit (its row's first
     4096 columns a slot), read there, and the lanes read their other slots
     of the weight from memory. The region (the launch's dynamic shared
     memory) holds the row's padded columns where they are fewer."""
     needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "NONCOHERENT_WEIGHTS", False)
     for budget, kept in ((64 * 1024, 4), (16 * 1024, 1), (1 << 30, 8)):
         monkeypatch.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
         program, chosen = bench_rows("rms_norm", "float32", "sm_90")

@@ -592,8 +592,9 @@ SHARED_WEIGHT_BYTES = 64 * 1024
 #: into an input read through a broadcast in the same kernel is an alias
 #: hazard that the passes resolve before lowering (analysis/hazards.py), a
 #: given output may not overlap an input it is not declared an alias of,
-#: and a kernel reads no temporary it writes across rows (the weights kept
-#: in shared memory rely on the same). On the H200 (256 MB, one call after
+#: and a row kernel writes full-size and per-row values only, so a
+#: temporary it reads as a weight was written by an earlier kernel (the
+#: weights kept in shared memory rely on the same). On the H200 (256 MB, one call after
 #: an L2 flush), RMS norm float32 on (1024, 8), 64 KB of the weight kept
 #: persistent -> none kept, read through ``.nc``: rows of 18432 columns
 #: 169.9 -> 136.6 us (torch.compile 141.7), 20000 163.9 -> 135.0 (136.5),

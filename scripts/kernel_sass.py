@@ -7,11 +7,13 @@ PATH), picks in each segment the kernel its launch program chooses for the
 bench's inputs of MB megabytes (default 256) on an H200 (132 SMs), and
 disassembles it with nvdisasm (on PATH, or the one the nvidia-cuda-nvdisasm
 wheel of the ``dev`` extra installs). Prints ptxas's resource line for the
-kernel (registers, spills), then its global and shared memory, barrier and
-branch instructions in program order (with ``--all``, every instruction):
-whether a pass issues its loads before its stores, or waits for each load
-between stores, shows here before any GPU time is spent (sweep 29 in
-bench/results/h200-sweeps.txt). ``--setting`` runs CODE in the namespace of
+kernel (registers, spills) and the order of its first pass's 16-byte loads
+(L) and arithmetic (a) up to the barrier after them (:func:`load_waves`),
+then its global and shared memory, barrier and branch instructions in
+program order (with ``--all``, every instruction): whether a pass issues its
+loads before its stores, or waits for each load between stores, or issues a
+row's loads in two waves, shows here before any GPU time is spent (sweeps 29
+and 30e in bench/results/h200-sweeps.txt). ``--setting`` runs CODE in the namespace of
 fuser_mlir.lowering.gpu_schedule first, as scripts/gpu_schedule_sweep.py's
 settings do (scripts/scheduler_settings.py) (``--setting "SHARED_WEIGHT_BYTES = 0"``), for this compile only.
 """
@@ -84,6 +86,31 @@ def instructions(section: list[str], everything: bool = False) -> list[str]:
     return found
 
 
+#: Floating-point arithmetic (float32, and packed 16-bit pairs), predicated or not.
+ARITHMETIC = re.compile(r"^(@!?U?P\w+\s+)?(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2)\b")
+
+
+def load_waves(listing: list[str]) -> str:
+    """The order of the 16-byte global loads (``L``) and arithmetic (``a``,
+    a run of it as one) of a listing of :func:`instructions`, from its first
+    such load to the barrier after it: ``LLLLLLLLa`` where a row's 8 loads
+    are in flight together, ``LLLLaLLLLa`` where ptxas issues 4 of them after
+    arithmetic that waits for the first ones (a second round trip a row;
+    sweep 30e). Empty where the kernel has no such load."""
+    order = ""
+    for line in listing:
+        op = line.split("*/ ", 1)[1]
+        if not order and "LDG.E.128" not in op:
+            continue
+        if op.startswith("BAR.SYNC"):
+            break
+        if re.search(r"\bLDG\.E\.128\b", op):
+            order += "L"
+        elif ARITHMETIC.match(op) and not order.endswith("a"):
+            order += "a"
+    return order
+
+
 def resources(ptxas_log: str, kernel: str) -> str:
     """ptxas -v's lines about ``kernel``: its stack and spills, then its registers."""
     lines = ptxas_log.splitlines()
@@ -113,8 +140,9 @@ def main(spec: str, megabytes: int = 256, setting: str = "", everything: bool = 
         log = subprocess.run(["ptxas", f"-arch={compiled.program.arch}", "-v", str(ptx), "-o", str(cubin)], capture_output=True, text=True, check=True).stderr
         sass = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
     for kernel in chosen_kernels(compiled, input_shapes):
-        print(f"{kernel} ({spec}, {megabytes} MB): {resources(log, kernel)}")
-        for line in instructions(kernel_section(sass, kernel), everything):
+        section = kernel_section(sass, kernel)
+        print(f"{kernel} ({spec}, {megabytes} MB): {resources(log, kernel)} | loads to the first barrier: {load_waves(instructions(section, True))}")
+        for line in instructions(section, everything):
             print("  " + line)
 
 

@@ -45,6 +45,22 @@ def test_the_listing_keeps_one_kernels_memory_and_barrier_instructions_in_order(
         sass.kernel_section(SASS, "k2")
 
 
+def test_load_waves_say_whether_a_rows_loads_are_issued_together(monkeypatch):
+    """The loads (L) and runs of arithmetic (a) from the first 16-byte load to
+    the barrier after it: a load issued after arithmetic on the first ones
+    (a second wave) shows as an L after an a; 4-byte loads, integer
+    instructions and what follows the barrier do not count."""
+    sass = script("kernel_sass", monkeypatch)
+    listing = [f"/*{i:04x}*/ {op}" for i, op in enumerate([
+        "LDG.E R3, desc[UR4][R2.64]", "LDG.E.128 R4, desc[UR4][R2.64]", "LDG.E.128 R8, desc[UR4][R6.64]", "FMUL R5, R4, R4",
+        "@!P1 FFMA R5, R5, R5, R4", "IMAD.WIDE.U32 R6, R3, 0x10, R6", "LDG.E.128 R12, desc[UR4][R6.64]", "HFMA2 R7, R12, R12, R7",
+        "LDG.E.128.CONSTANT R16, desc[UR4][R6.64]", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDG.E.128 R20, desc[UR4][R6.64]",
+    ])]
+    assert sass.load_waves(listing) == "LLaLaL"
+    assert sass.load_waves(sass.instructions(sass.kernel_section(SASS, "k1"), everything=True)) == "La"
+    assert sass.load_waves(listing[:1]) == ""
+
+
 def test_the_command_line_and_its_errors(monkeypatch):
     sass = script("kernel_sass", monkeypatch)
     assert sass.parse_args(["rms_norm:float32:32768"]) == ("rms_norm:float32:32768", 256, "", False)
@@ -73,6 +89,7 @@ def test_the_rms_norm_reads_its_weight_through_the_noncoherent_cache_and_a_setti
     sass.main("rms_norm:float32:32768")
     kept = capsys.readouterr().out.splitlines()
     assert kept[0].startswith("rms_norm_float32_seg0_k") and "registers" in kept[0] and "spill stores" in kept[0]
+    assert kept[0].split("loads to the first barrier: ")[1].count("L") >= 8
     body = [line.split("*/ ", 1)[1] for line in kept[1:]]
     first_store = next(i for i, op in enumerate(body) if "STG.E.128" in op)
     loads = [i for i, op in enumerate(body[:first_store]) if op.startswith("LDG.E.128 ")]

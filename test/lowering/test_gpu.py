@@ -612,9 +612,10 @@ def test_every_bench_fusion_compiles_for_each_target_family():
     there. sm_90 needs PTX 8.0 for it (MLIR's default there is 7.8); sm_100
     keeps its default (8.6 or later: forcing 8.0 aborts too). Every fusion
     of bench/run.py, in float32 and bfloat16, is compiled for sm_80, sm_90
-    and sm_100 in a child process (an abort fails this test instead of
-    killing the test run), without ptxas (the LLVM side is what differs by
-    target; ptxas's acceptance of sm_90 PTX is tested above)."""
+    and sm_100, each in a child process of its own, the three side by side
+    (an abort fails this test instead of killing the test run), without
+    ptxas (the LLVM side is what differs by target; ptxas's acceptance of
+    sm_90 PTX is tested above)."""
     needs_libdevice()
     assert [bulk_prefetch(a) for a in ("sm_70", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100")] == [False] * 3 + [True] * 3
     assert [ptx_features(a) for a in ("sm_80", "sm_90", "sm_90a", "sm_100", "sm_120")] == ["", "+ptx80", "+ptx80", "", ""]
@@ -626,27 +627,34 @@ def test_every_bench_fusion_compiles_for_each_target_family():
         "from fuser_mlir.runtime import cuda\n"
         "cuda.available = lambda: False  # compile only\n"
         "bench = load('run')\n"
-        "for arch in ('sm_80', 'sm_90', 'sm_100'):\n"
-        "    os.environ['FUSER_CUDA_ARCH'] = arch\n"
-        "    versions, prefetches, kernels = set(), 0, 0\n"
-        "    for case in bench.CASES:\n"
-        "        for dtype in ('float32', 'bfloat16'):\n"
-        "            n = len(case.shapes(1 << 20, 1024))\n"
-        "            layouts = {'input': [(True, 256)] * n, 'given': {0: (True, 256)}}\n"
-        "            compiled = compile_fusion(bench.fusion_for(case, dtype), given_outputs=(True,), device='cuda:0', layouts=layouts)\n"
-        "            ptx = compiled.program.ptx\n"
-        "            versions.add(re.search(r'^\\.version (\\S+)$', ptx, re.M).group(1))\n"
-        "            prefetches += ptx.count('cp.async.bulk.prefetch')\n"
-        "            kernels += ptx.count('.entry')\n"
-        "    print(arch, *sorted(versions), prefetches, kernels)\n"
+        "arch = os.environ['FUSER_CUDA_ARCH']\n"
+        "versions, prefetches, kernels = set(), 0, 0\n"
+        "for case in bench.CASES:\n"
+        "    for dtype in ('float32', 'bfloat16'):\n"
+        "        n = len(case.shapes(1 << 20, 1024))\n"
+        "        layouts = {'input': [(True, 256)] * n, 'given': {0: (True, 256)}}\n"
+        "        compiled = compile_fusion(bench.fusion_for(case, dtype), given_outputs=(True,), device='cuda:0', layouts=layouts)\n"
+        "        ptx = compiled.program.ptx\n"
+        "        versions.add(re.search(r'^\\.version (\\S+)$', ptx, re.M).group(1))\n"
+        "        prefetches += ptx.count('cp.async.bulk.prefetch')\n"
+        "        kernels += ptx.count('.entry')\n"
+        "print(arch, *sorted(versions), prefetches, kernels)\n"
     )
     root = Path(__file__).resolve().parents[2]
     path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if not (Path(d) / "ptxas").exists())
-    env = {**os.environ, "PATH": path, "FUSER_CACHE": "0"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()}
-    assert set(lines) == {"sm_80", "sm_90", "sm_100"}, done.stdout
+    children = {
+        arch: subprocess.Popen(
+            [sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PATH": path, "FUSER_CACHE": "0", "FUSER_CUDA_ARCH": arch},
+        )
+        for arch in ("sm_80", "sm_90", "sm_100")
+    }
+    lines = {}
+    for arch, child in children.items():
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, (arch, err[-2000:])
+        lines.update({line.split()[0]: line.split()[1:] for line in out.splitlines()})
+    assert set(lines) == {"sm_80", "sm_90", "sm_100"}, lines
     (_, p80, k80), (v90, p90, k90), (v100, p100, k100) = lines["sm_80"], lines["sm_90"], lines["sm_100"]
     assert k80 == k90 == k100 and int(k90) > 50
     assert int(p80) == 0 and int(p90) == int(p100) > 0

@@ -88,6 +88,8 @@ def instructions(section: list[str], everything: bool = False) -> list[str]:
 
 #: Floating-point arithmetic (float32, and packed 16-bit pairs), predicated or not.
 ARITHMETIC = re.compile(r"^(@!?U?P\w+\s+)?(FFMA|FMUL|FADD|HFMA2|HMUL2|HADD2)\b")
+#: A 16-byte global load (through the non-coherent cache too).
+WIDE_LOAD = re.compile(r"\bLDG\.E\.128\b")
 
 
 def load_waves(listing: list[str]) -> str:
@@ -100,12 +102,12 @@ def load_waves(listing: list[str]) -> str:
     order = ""
     for line in listing:
         op = line.split("*/ ", 1)[1]
-        if not order and "LDG.E.128" not in op:
-            continue
-        if op.startswith("BAR.SYNC"):
-            break
-        if re.search(r"\bLDG\.E\.128\b", op):
+        if WIDE_LOAD.search(op):
             order += "L"
+        elif not order:
+            continue
+        elif op.startswith("BAR.SYNC"):
+            break
         elif ARITHMETIC.match(op) and not order.endswith("a"):
             order += "a"
     return order

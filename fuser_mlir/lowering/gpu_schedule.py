@@ -1615,7 +1615,7 @@ class _RowWalk:
         last = results[-1] if results else None
         split = isinstance(last, ir.AffineDimExpr) and ir.AffineDimExpr(last).position == n - 1
         if split and not self.narrow_rows:  # a weight's only (its row part is 0)
-            split = not any(_uses_dim(amap, d) for d in range(n - len(self.row_sizes)))
+            split = self.weight(amap)
         if slot.narrow is None or not split:
             return _vector_index(k.linear_index(operand, k.indices(amap, ivs[:-1] + [slot.safe] if safe else ivs)), lanes)
         narrow = slot.narrow[1] if safe else slot.narrow[0]

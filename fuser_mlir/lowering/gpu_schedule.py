@@ -633,7 +633,12 @@ OPAQUE_LANE = True
 #: :data:`OPAQUE_LANE` there), and a float32 layer norm of 1K columns took
 #: 191 registers instead of 121 and ran at 0.77 of copy instead of 0.94
 #: (bench/results/h200-sweeps.txt, sweep 12). The vector variants take rows
-#: of at least one vector.
+#: of at least one vector. The clamp is ``min(col, last)``, not ``select(col
+#: < cols, col, last)`` (the same value: both are whole vectors): a select
+#: keeps each slot's predicate live until its partial sum's select, and with
+#: 8 slots ptxas ran short of predicate registers (7 a thread) and issued a
+#: row's loads in two waves (``LLLLLLaLLa``, scripts/kernel_sass.py); RMS
+#: norm float32 of 32K columns 140.3 -> 133.7 us (256 MB, one call; sweep 31).
 CLAMPED_LOADS = True
 #: Cached block variants may take up to this many times the registers the
 #: register rule allows (see :data:`BLOCK_CACHED`): a layer norm float32 of
@@ -1562,7 +1567,7 @@ class _RowWalk:
         for j in range(count):
             col = first if j == 0 else arith.AddIOp(first, _scaled(stride, j)).result
             inside = arith.CmpIOp(arith.CmpIPredicate.ult, col, cols).result
-            safe = arith.SelectOp(inside, col, last).result if self.clamped else None
+            safe = arith.MinUIOp(col, last).result if self.clamped else None
             column = wide(col) if self.piece is None else arith.AddIOp(self.piece[0], wide(col)).result  # as an index
             columns = [column] if len(self.row_sizes) == 1 else self.k.delinearize(column, self.row_sizes)
             safe_index = wide(safe) if safe is not None else None

@@ -956,8 +956,8 @@ def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
 @pytest.mark.parametrize("narrow", [True, False])
 def test_cached_blocks_compute_columns_in_32_bits(monkeypatch, narrow):
     """NARROW_COLUMNS: a cached block variant tests its slots against the
-    row's end and clamps them in 32 bits (one compare and one select a slot:
-    8 on (1024, 8)), and splits a vector index into the row's first vector
+    row's end and clamps them in 32 bits (one compare and one unsigned min
+    a slot: 8 on (1024, 8); CLAMPED_LOADS), and splits a vector index into the row's first vector
     and the column's, the latter a 32-bit division. An RMS norm float32 of
     32K columns splits every access from memory: its row's 8 loads and 8
     stores and its weight's loads past the shared budget; a layer norm,
@@ -973,7 +973,7 @@ def test_cached_blocks_compute_columns_in_32_bits(monkeypatch, narrow):
         launch = chosen(32768)
         assert launch.block == [1024, 1, 1]
         kernel = kernel_text(text, launch.kernel)
-        patterns = [r"arith\.divui %\w+, %\w+( exact)? : i32", r"arith\.cmpi ult, %\w+, %\w+ : i32", r"arith\.select %\w+, %\w+, %\w+ : i32"]
+        patterns = [r"arith\.divui %\w+, %\w+( exact)? : i32", r"arith\.cmpi ult, %\w+, %\w+ : i32", r"arith\.minui %\w+, %\w+ : i32"]
         return [len(re.findall(pattern, kernel)) for pattern in patterns]
 
     rms, layer, layer_split = counts("rms_norm"), counts("layer_norm"), counts("layer_norm", NARROW_ROW_OPERANDS=True)

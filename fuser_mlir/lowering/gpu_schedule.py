@@ -615,6 +615,23 @@ NONCOHERENT_WEIGHTS = True
 #: Not in the staged and read-per-generic variants: the staged layer norm
 #: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
 OPAQUE_LANE = True
+#: A cached block variant whose row operands are all 16-bit, with one
+#: reduction and no kept temporary (an RMS norm), is compiled where its row
+#: fits the register rule (:data:`BLOCK_CACHED`) as loaded, half a word a
+#: column, though not as float32 values: after the reduction its generics
+#: convert the loaded words again (:func:`_packed_again`) instead of LLVM
+#: keeping each column's float32 value across the barrier. ptxas (sm_90):
+#: an RMS norm bfloat16 of 32K columns on (512, 8), two blocks an SM (128 KB
+#: of its rows in flight), 63 registers, no spills (64 and 196 B spilled
+#: without); the (1024, 4) block it replaces has 64 KB in flight. On the
+#: H200 (256 MB, one call after an L2 flush): 143.2 -> 135.6 us
+#: (torch.compile 132.1). Not for every variant: on the variants the rule
+#: already takes, converting again lost (softmax bfloat16 8K 133.7 ->
+#: 162.7 us, its exponentials computed twice; layer norm bfloat16 32K 153.4
+#: -> 162.8), and a layer norm's or softmax's two reductions on (512, 8)
+#: spilled 316-320 B (bench/results/h200-sweeps.txt, sweep 31). Not in the
+#: flat walks.
+PACKED_ROWS = True
 #: The cached block variants load every slot of a lane unconditionally, a
 #: slot past the row's end from the row's last vector (its values are never
 #: used: a reduction's partials and the stores are guarded by the slot
@@ -677,7 +694,9 @@ class _RowGroup:
     its weights (in order) it keeps in shared memory, ``weight_slots``: of
     each of them, the slots of each lane kept there where not all
     (:data:`SHARED_WEIGHT_BYTES`); ``narrow_rows``: the row operands'
-    vector indices too are split (:data:`NARROW_COLUMNS`)."""
+    vector indices too are split (:data:`NARROW_COLUMNS`); ``packed_rows``:
+    a cached block's 16-bit row is kept as loaded across its reduction
+    (:data:`PACKED_ROWS`)."""
 
     kind: str
     when: list | None
@@ -692,6 +711,7 @@ class _RowGroup:
     narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
     edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
     noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)
+    packed_rows: bool = False  # its row kept across the reduction as loaded, 16-bit (:data:`PACKED_ROWS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -1985,6 +2005,30 @@ def _opaque(value: ir.Value) -> ir.Value:
     return arith.IndexCastUIOp(ir.IndexType.get(), moved).result
 
 
+def _packed_again(cache: dict, lanes: int) -> None:
+    """Each slot's 16-bit row values in ``cache`` replaced by the same bits
+    through an inline-asm move of their packed 32-bit words (with side
+    effects: LLVM cannot see through it), so that the generics after a
+    reduction convert them to float32 again instead of reusing the
+    conversions before it: a lane keeps its row across the reduction's
+    barrier as loaded, half a word a column, not a float32 register a
+    column (:data:`PACKED_ROWS`)."""
+    i32 = ir.IntegerType.get_signless(32)
+    words = lanes // 2
+    for key, values in list(cache.items()):
+        if key[2] is None or len(values) != lanes or str(values[0].type) not in ("bf16", "f16"):
+            continue  # a value per row, or not 16-bit
+        loaded = vector.FromElementsOp(ir.VectorType.get([lanes], values[0].type), values).result
+        packed = vector.BitCastOp(ir.VectorType.get([words], i32), loaded).result
+        parts = [vector.ExtractOp(packed, [], [w]).result for w in range(words)]
+        struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * words) + ")>")
+        text = " ".join(f"mov.b32 ${w}, ${words + w};" for w in range(words))
+        moved = llvm.InlineAsmOp(struct, parts, text, ",".join(["=r"] * words + ["r"] * words), has_side_effects=True).result
+        again = vector.FromElementsOp(packed.type, [llvm.ExtractValueOp(i32, moved, [w]).result for w in range(words)]).result
+        unpacked = vector.BitCastOp(loaded.type, again).result
+        cache[key] = [vector.ExtractOp(unpacked, [], [j]).result for j in range(lanes)]
+
+
 def _thread_0(k: "_Kernel") -> ir.Value:
     return arith.CmpIOp(arith.CmpIPredicate.eq, k.special("thread"), _index(0)).result
 
@@ -2743,7 +2787,7 @@ class _SegmentScheduler:
 
     @staticmethod
     def row_groups(
-        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0), staged_bytes: int = 0, buffered_bytes=(0, ()),
+        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0, None), staged_bytes: int = 0, buffered_bytes=(0, ()),
         scalar: bool = False, flat: bool = False,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
@@ -2791,8 +2835,11 @@ class _SegmentScheduler:
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
-            values, words = registers(columns)
+            values, words, packed = registers(columns)
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
+            packed_rows = words > allowed * REGISTER_ROOM and not flat and packed is not None and packed <= allowed * REGISTER_ROOM
+            if packed_rows:  # its row fits as loaded, not as float32 (PACKED_ROWS)
+                words = packed
             if reach(threads * columns) <= below or words > allowed * REGISTER_ROOM:
                 continue
             capped, cap = threads == THREADS and values > BLOCK_CAPPED_ABOVE, 0
@@ -2823,7 +2870,7 @@ class _SegmentScheduler:
             groups.append(
                 _RowGroup(
                     "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
-                    shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent,
+                    shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent, packed_rows=packed_rows,
                     narrow_rows=words < allowed * REGISTER_ROOM if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
@@ -3209,6 +3256,8 @@ class _SegmentScheduler:
                     cache: dict = {}
                     for g, role in plan.steps:
                         at = slots
+                        if group.packed_rows and role == "full" and walk.reductions:
+                            _packed_again(cache, vector_lanes)
                         if group.staged:  # the generics that load staged values get the whole row in flight; then chunks
                             cache, at = {}, slots if walk.stages(g) else None
                         self._row_step(walk, g, role, plan, first, group, at, cache, keep if group.cached else frozenset())
@@ -3331,7 +3380,9 @@ class _SegmentScheduler:
         column half a word, a float64 one two), but at least one a column
         (the values computed from them); with ``scalar`` (columns loaded
         one at a time: :data:`SCALAR_CACHED_ROWS`) the values, each
-        column a register of its own."""
+        column a register of its own. Third, where a variant may keep its
+        row packed (:data:`PACKED_ROWS`), the loaded words without that
+        floor; else None."""
         p = plan.rank_p
         full, weights = set(keep), set()
         for g, role in plan.steps:
@@ -3347,13 +3398,19 @@ class _SegmentScheduler:
             return sum(_element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
 
         full_words, weight_words = words(full), words(weights)
+        reductions = sum(role == "reduce" for _, role in plan.steps)
+        packable = (  # PACKED_ROWS: one reduction, every row operand 16-bit, no kept temporary
+            PACKED_ROWS and not scalar and not keep and reductions == 1 and full
+            and all(_element_bytes(ir.MemRefType(o.type).element_type) == 2 for o, _ in full)
+        )
 
-        def registers(columns: int) -> tuple[int, float]:
+        def registers(columns: int) -> tuple[int, float, float | None]:
             group = min(columns, BLOCK_STORE_GROUP * lanes)
             values = len(full) * columns + len(weights) * group
             if scalar:
-                return values, values
-            return values, max(full_words * columns + weight_words * group, columns if full else 0)
+                return values, values, None
+            loaded = full_words * columns + weight_words * group
+            return values, max(loaded, columns if full else 0), loaded if packable else None
 
         return registers
 

@@ -198,16 +198,18 @@ def test_rows_that_read_their_weight_through_the_noncoherent_cache(dtype, budget
 
 
 @pytest.mark.gpu
-def test_rows_kept_packed_across_their_reduction(constants):
-    """A bfloat16 RMS norm's rows kept across its reduction as loaded and
-    converted to float32 again after it (PACKED_ROWS): on (512, 8) from
-    past 16K columns to 32K, on (1024, 8) to 64K (its weight read through
-    the non-coherent cache), rows past a whole number of the lanes' slots
-    too, a grid capped at 16 blocks for 203 rows, so each block takes a
-    dozen rows in turn."""
+@pytest.mark.parametrize("case", ["rms_norm", "layer_norm"])
+def test_rows_kept_packed_across_their_reductions(case, constants):
+    """Bfloat16 RMS and layer norm rows kept across their reductions as
+    loaded and converted to float32 again after each (PACKED_ROWS): on
+    (512, 8) from past 16K columns to 32K, on (1024, 8) to 64K (the RMS
+    norm's weight read through the non-coherent cache, the layer norm's
+    kept in part in shared memory), rows past a whole number of the lanes'
+    slots too, a grid capped at 16 blocks for 203 rows, so each block takes
+    a dozen rows in turn."""
     cap_row_grids(constants, 16)
     lengths = [16392, 20000, 24576, 32768, 32776, 50000, 65536]
-    check_rows("rms_norm", "bfloat16", "cuda", lengths, rows=203, ptx="mov.b32")
+    check_rows(case, "bfloat16", "cuda", lengths, rows=203, ptx="mov.b32")
 
 
 @pytest.mark.gpu

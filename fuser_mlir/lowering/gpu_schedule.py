@@ -615,22 +615,25 @@ NONCOHERENT_WEIGHTS = True
 #: Not in the staged and read-per-generic variants: the staged layer norm
 #: float32 of 32K columns dropped from 0.72 to 0.64 with it (sweep 11).
 OPAQUE_LANE = True
-#: A cached block variant whose row operands are all 16-bit, with one
-#: reduction and no kept temporary (an RMS norm), is compiled where its row
-#: fits the register rule (:data:`BLOCK_CACHED`) as loaded, half a word a
-#: column, though not as float32 values: after the reduction its generics
-#: convert the loaded words again (:func:`_packed_again`) instead of LLVM
-#: keeping each column's float32 value across the barrier. ptxas (sm_90):
-#: an RMS norm bfloat16 of 32K columns on (512, 8), two blocks an SM (128 KB
-#: of its rows in flight), 63 registers, no spills (64 and 196 B spilled
-#: without); the (1024, 4) block it replaces has 64 KB in flight. On the
-#: H200 (256 MB, one call after an L2 flush): 143.2 -> 135.6 us
-#: (torch.compile 132.1). Not for every variant: on the variants the rule
-#: already takes, converting again lost (softmax bfloat16 8K 133.7 ->
-#: 162.7 us, its exponentials computed twice; layer norm bfloat16 32K 153.4
-#: -> 162.8), and a layer norm's or softmax's two reductions on (512, 8)
-#: spilled 316-320 B (bench/results/h200-sweeps.txt, sweep 31). Not in the
-#: flat walks.
+#: A cached block variant whose row operands are all 16-bit, with no kept
+#: temporary and no function (libdevice call, math op) in its reductions
+#: (RMS and layer norms; not a softmax), is compiled where its row fits the
+#: register rule (:data:`BLOCK_CACHED`) as loaded, half a word a column,
+#: though not as float32 values: after each reduction its generics convert
+#: the loaded words again (:func:`_packed_again`) instead of LLVM keeping
+#: each column's float32 value across the barrier. ptxas (sm_90): RMS and
+#: layer norms bfloat16 of 32K columns on (512, 8), two blocks an SM (128 KB
+#: of their rows in flight), 63-64 registers, no spills (196 B spilled
+#: without, the RMS norm); the (1024, 4) block they replace has 64 KB in
+#: flight. On the H200 (256 MB, one call after an L2 flush), RMS norm
+#: 143.2 -> 135.6 us (torch.compile 132.1), 20000 columns 164.3 -> 135.1,
+#: 65536 ((1024, 8)) 201.5 -> 150.5; layer norm 152.3 -> 137.3 (144.3),
+#: 24576 173.8 -> 137.2, 65536 229.4 -> 157.1. Not on the variants the rule
+#: already takes: converting again lost there (softmax bfloat16 8K 133.7 ->
+#: 162.7 us, its exponentials computed twice; layer norm bfloat16 32K on
+#: (1024, 4) 153.4 -> 162.8), and a softmax bfloat16 of 32K columns on
+#: (512, 8) spilled 320 B (bench/results/h200-sweeps.txt, sweep 31). Not
+#: in the flat walks.
 PACKED_ROWS = True
 #: The cached block variants load every slot of a lane unconditionally, a
 #: slot past the row's end from the row's last vector (its values are never
@@ -695,7 +698,7 @@ class _RowGroup:
     each of them, the slots of each lane kept there where not all
     (:data:`SHARED_WEIGHT_BYTES`); ``narrow_rows``: the row operands'
     vector indices too are split (:data:`NARROW_COLUMNS`); ``packed_rows``:
-    a cached block's 16-bit row is kept as loaded across its reduction
+    a cached block's 16-bit row is kept as loaded across its reductions
     (:data:`PACKED_ROWS`)."""
 
     kind: str
@@ -711,7 +714,7 @@ class _RowGroup:
     narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
     edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
     noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)
-    packed_rows: bool = False  # its row kept across the reduction as loaded, 16-bit (:data:`PACKED_ROWS`)
+    packed_rows: bool = False  # its row kept across its reductions as loaded, 16-bit (:data:`PACKED_ROWS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -2008,8 +2011,8 @@ def _opaque(value: ir.Value) -> ir.Value:
 def _packed_again(cache: dict, lanes: int) -> None:
     """Each slot's 16-bit row values in ``cache`` replaced by the same bits
     through an inline-asm move of their packed 32-bit words (with side
-    effects: LLVM cannot see through it), so that the generics after a
-    reduction convert them to float32 again instead of reusing the
+    effects: LLVM cannot see through it), so that the generic after a
+    reduction converts them to float32 again instead of reusing the
     conversions before it: a lane keeps its row across the reduction's
     barrier as loaded, half a word a column, not a float32 register a
     column (:data:`PACKED_ROWS`)."""
@@ -3256,7 +3259,7 @@ class _SegmentScheduler:
                     cache: dict = {}
                     for g, role in plan.steps:
                         at = slots
-                        if group.packed_rows and role == "full" and walk.reductions:
+                        if group.packed_rows and role in ("full", "reduce") and walk.reductions:
                             _packed_again(cache, vector_lanes)
                         if group.staged:  # the generics that load staged values get the whole row in flight; then chunks
                             cache, at = {}, slots if walk.stages(g) else None
@@ -3398,10 +3401,11 @@ class _SegmentScheduler:
             return sum(_element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
 
         full_words, weight_words = words(full), words(weights)
-        reductions = sum(role == "reduce" for _, role in plan.steps)
-        packable = (  # PACKED_ROWS: one reduction, every row operand 16-bit, no kept temporary
-            PACKED_ROWS and not scalar and not keep and reductions == 1 and full
+        reductions = [g for g, role in plan.steps if role == "reduce"]
+        packable = (  # PACKED_ROWS: every row operand 16-bit, no kept temporary, no function in a reduction
+            PACKED_ROWS and not scalar and not keep and full
             and all(_element_bytes(ir.MemRefType(o.type).element_type) == 2 for o, _ in full)
+            and not any(op.name == "func.call" or op.name.startswith("math.") for g in reductions for op in g.body.operations)
         )
 
         def registers(columns: int) -> tuple[int, float, float | None]:

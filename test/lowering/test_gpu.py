@@ -890,9 +890,9 @@ def test_rows_with_weights_get_no_row_buffers(monkeypatch):
     each before its row loop on one mbarrier, persistent, and loads its rows
     from memory: bfloat16 layer and RMS norms of 32K columns (the RMS norm's
     weight whole, 64 KB; the layer norm's two, 128 KB, past
-    SHARED_WEIGHT_BYTES: each its first 16K columns). The RMS norm takes
-    the (1024, 4) block with PACKED_ROWS off (on, a 512-thread block:
-    see test_a_bfloat16_rms_norm_keeps_its_row_packed_across_its_reduction).
+    SHARED_WEIGHT_BYTES: each its first 16K columns). Both take the
+    (1024, 4) block with PACKED_ROWS off (on, a 512-thread block: see
+    test_bfloat16_norms_keep_their_rows_packed_across_their_reductions).
     A softmax's rows (no weights) still arrive in 3 row buffers."""
     needs_libdevice()
     monkeypatch.setattr(gpu_schedule, "PACKED_ROWS", False)
@@ -1013,28 +1013,28 @@ def test_one_weight_past_the_shared_budget_is_read_through_the_noncoherent_cache
 
 
 @pytest.mark.parametrize("packed", [True, False])
-def test_a_bfloat16_rms_norm_keeps_its_row_packed_across_its_reduction(monkeypatch, packed):
-    """PACKED_ROWS: a bfloat16 RMS norm of 32K columns fits the register rule
-    on (512, 8) as loaded (32 words a lane) though not as float32 values (64),
-    so it runs there, two blocks an SM, its row's 8 loads together, and
-    after its reduction moves each slot's 4 loaded words through one inline
-    asm (8 of them) so that the store pass converts them to float32 again:
-    ptxas then spills nothing. Off, the (1024, 4) block takes such rows, as
-    loaded and converted once. A layer norm (two reductions) and a softmax
-    bfloat16 of 8K (on a variant the rule takes anyway) move nothing."""
+@pytest.mark.parametrize("case, reductions", [("rms_norm", 1), ("layer_norm", 2)])
+def test_bfloat16_norms_keep_their_rows_packed_across_their_reductions(monkeypatch, packed, case, reductions):
+    """PACKED_ROWS: a bfloat16 RMS or layer norm of 32K columns fits the
+    register rule on (512, 8) as loaded (32 words a lane) though not as
+    float32 values (64), so it runs there, two blocks an SM, and after each
+    reduction moves each slot's 4 loaded words through one inline asm (8 a
+    reduction) so that the next pass converts them to float32 again: ptxas
+    then spills nothing. Off, the (1024, 4) block takes such rows, as loaded
+    and converted once. A softmax (an exponential in its second reduction)
+    moves nothing, on 8K or 32K columns."""
     needs_libdevice()
     monkeypatch.setattr(gpu_schedule, "PACKED_ROWS", packed)
-    program, chosen = bench_rows("rms_norm", "bfloat16", "sm_90")
+    program, chosen = bench_rows(case, "bfloat16", "sm_90")
     launch = chosen(32768)
     ptx = kernel_ptx(program.ptx, launch.kernel)
     moves = re.findall(r"mov\.b32 %r\d+, %r\d+; mov\.b32 %r\d+, %r\d+; mov\.b32 %r\d+, %r\d+; mov\.b32 %r\d+, %r\d+;", ptx)
     assert launch.block == ([512, 1, 1] if packed else [1024, 1, 1])
-    assert len(moves) == (8 if packed else 0)
-    assert len(re.findall(r"ld\.global\.v4", ptx)) >= (8 if packed else 4)
+    assert len(moves) == (8 * reductions if packed else 0)
     assert spill_bytes(program.ptx, launch.kernel) == 0
-    for case, cols in (("layer_norm", 32768), ("softmax", 8192)):
-        program, chosen = bench_rows(case, "bfloat16", "sm_90")
-        assert "mov.b32 %r" not in kernel_ptx(program.ptx, chosen(cols).kernel), case
+    program, chosen = bench_rows("softmax", "bfloat16", "sm_90")
+    for cols in (8192, 32768):
+        assert "mov.b32 %r" not in kernel_ptx(program.ptx, chosen(cols).kernel), cols
 
 
 def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch):

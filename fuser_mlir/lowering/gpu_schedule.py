@@ -37,7 +37,9 @@ persistent rows (a whole segment)
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
     generic reads them there; full-size temporaries stay in registers too.
-    The cached 1024-thread blocks (one an SM) take rows in a persistent
+    A 16-bit row that fits only as loaded, not as float32 values (an RMS or
+    layer norm of bfloat16), is kept packed across its reductions
+    (:data:`PACKED_ROWS`). The cached 1024-thread blocks (one an SM) take rows in a persistent
     grid and get them ahead, in shared memory, from the copy engine
     (:data:`BUFFER_NEXT_ROW`, :class:`_RowBuffer`), or keep their weights
     there alone (:data:`SHARED_WEIGHTS_ALONE`); a weight too large for that

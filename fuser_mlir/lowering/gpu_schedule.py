@@ -2021,17 +2021,27 @@ def _packed_again(cache: dict, lanes: int) -> None:
     i32 = ir.IntegerType.get_signless(32)
     words = lanes // 2
     for key, values in list(cache.items()):
-        if key[2] is None or len(values) != lanes or str(values[0].type) not in ("bf16", "f16"):
+        if key[2] is None or _element_bytes(values[0].type) != 2:
             continue  # a value per row, or not 16-bit
         loaded = vector.FromElementsOp(ir.VectorType.get([lanes], values[0].type), values).result
         packed = vector.BitCastOp(ir.VectorType.get([words], i32), loaded).result
         parts = [vector.ExtractOp(packed, [], [w]).result for w in range(words)]
-        struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * words) + ")>")
         text = " ".join(f"mov.b32 ${w}, ${words + w};" for w in range(words))
-        moved = llvm.InlineAsmOp(struct, parts, text, ",".join(["=r"] * words + ["r"] * words), has_side_effects=True).result
-        again = vector.FromElementsOp(packed.type, [llvm.ExtractValueOp(i32, moved, [w]).result for w in range(words)]).result
-        unpacked = vector.BitCastOp(loaded.type, again).result
-        cache[key] = [vector.ExtractOp(unpacked, [], [j]).result for j in range(lanes)]
+        again = _asm_words(loaded.type, parts, text, ["r"] * words)
+        cache[key] = [vector.ExtractOp(again, [], [j]).result for j in range(lanes)]
+
+
+def _asm_words(vtype: ir.Type, operands: list, text: str, constraints: list[str]) -> ir.Value:
+    """A vector of ``vtype`` whose 32-bit words are the outputs ``$0, $1,
+    ...`` of inline asm ``text`` (with side effects) on ``operands`` (of
+    ``constraints``, numbered after the outputs)."""
+    i32 = ir.IntegerType.get_signless(32)
+    vtype = ir.VectorType(vtype)
+    count = vtype.shape[0] * _element_bytes(vtype.element_type) // 4
+    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * count) + ")>")
+    asm = llvm.InlineAsmOp(struct, operands, text, ",".join(["=r"] * count + constraints), has_side_effects=True).result
+    words = vector.FromElementsOp(ir.VectorType.get([count], i32), [llvm.ExtractValueOp(i32, asm, [w]).result for w in range(count)]).result
+    return vector.BitCastOp(vtype, words).result
 
 
 def _thread_0(k: "_Kernel") -> ir.Value:
@@ -2110,13 +2120,8 @@ def _noncoherent_vector(view: ir.Value, index: ir.Value) -> ir.Value:
     """The 16-byte vector ``index`` of ``view`` (a global memref of vectors)
     loaded through the non-coherent cache: ``ld.global.nc.v4.b32`` in inline
     asm (see :data:`NONCOHERENT_WEIGHTS`)."""
-    vtype = ir.MemRefType(view.type).element_type
-    i32 = ir.IntegerType.get_signless(32)
     address = _pointer(view, _scaled(index, VECTOR_BYTES), 1)
-    words = ir.Type.parse("!llvm.struct<(i32, i32, i32, i32)>")
-    asm = llvm.InlineAsmOp(words, [address], "ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", has_side_effects=True).result
-    parts = [llvm.ExtractValueOp(i32, asm, [j]).result for j in range(4)]
-    return vector.BitCastOp(vtype, vector.FromElementsOp(ir.VectorType.get([4], i32), parts).result).result
+    return _asm_words(ir.MemRefType(view.type).element_type, [address], "ld.global.nc.v4.b32 {$0, $1, $2, $3}, [$4];", ["l"])
 
 
 # -- one segment ----------------------------------------------------------------------
@@ -2842,10 +2847,11 @@ class _SegmentScheduler:
             columns = slots * lanes
             values, words, packed = registers(columns)
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
-            packed_rows = words > allowed * REGISTER_ROOM and not flat and packed is not None and packed <= allowed * REGISTER_ROOM
+            limit = allowed * REGISTER_ROOM
+            packed_rows = words > limit and not flat and packed is not None and packed <= limit
             if packed_rows:  # its row fits as loaded, not as float32 (PACKED_ROWS)
                 words = packed
-            if reach(threads * columns) <= below or words > allowed * REGISTER_ROOM:
+            if reach(threads * columns) <= below or words > limit:
                 continue
             capped, cap = threads == THREADS and values > BLOCK_CAPPED_ABOVE, 0
             if capped and HALVE_CAPPED_BLOCKS:  # the same row on half the threads, uncapped
@@ -2876,7 +2882,7 @@ class _SegmentScheduler:
                 _RowGroup(
                     "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
                     shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent, packed_rows=packed_rows,
-                    narrow_rows=words < allowed * REGISTER_ROOM if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
+                    narrow_rows=words < limit if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
             below = reach(threads * columns)
@@ -3259,10 +3265,12 @@ class _SegmentScheduler:
                     whole = group.cached or group.staged  # a lane's slots of the row walked at once
                     slots = walk.slots(k.zero, group.columns // vector_lanes + group.edge_slot) if whole else None
                     cache: dict = {}
+                    packed = 0  # the reductions the row's cached values were last packed after (PACKED_ROWS)
                     for g, role in plan.steps:
                         at = slots
-                        if group.packed_rows and role in ("full", "reduce") and walk.reductions:
+                        if group.packed_rows and role in ("full", "reduce") and walk.reductions > packed:
                             _packed_again(cache, vector_lanes)
+                            packed = walk.reductions
                         if group.staged:  # the generics that load staged values get the whole row in flight; then chunks
                             cache, at = {}, slots if walk.stages(g) else None
                         self._row_step(walk, g, role, plan, first, group, at, cache, keep if group.cached else frozenset())

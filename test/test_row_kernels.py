@@ -213,6 +213,19 @@ def test_rows_kept_packed_across_their_reductions(case, constants):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case, dtype", [("rms_norm", "float32"), ("rms_norm", "bfloat16"), ("layer_norm", "bfloat16"), ("layer_norm", "float32")])
+def test_rows_that_load_their_weights_with_the_row(case, dtype, constants):
+    """Cached blocks of 4 slots a lane or more that load their weights with
+    the row, before its first reduction (EARLY_WEIGHTS; a bfloat16 row and
+    its weights then kept packed across the reductions): RMS norms of 4K-16K
+    columns, layer norms of 4K (float32) and 6K-8K (bfloat16), rows past a
+    whole number of the lanes' slots too, a grid capped at 16 blocks for
+    203 rows, so each block takes a dozen rows in turn."""
+    cap_row_grids(constants, 16)
+    check_rows(case, dtype, "cuda", [4096, 4104, 6000, 8192, 8200, 12288, 16384], rows=203)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("narrow, split", [(True, True), (True, False), (False, None)])
 @pytest.mark.parametrize("case", list(CASES))
 def test_cached_blocks_with_32_bit_and_64_bit_columns(case, narrow, split, constants):

@@ -637,6 +637,20 @@ OPAQUE_LANE = True
 #: (512, 8) spilled 320 B (bench/results/h200-sweeps.txt, sweep 31). Not
 #: in the flat walks.
 PACKED_ROWS = True
+#: A cached block variant of at least :data:`EARLY_WEIGHT_SLOTS` slots a
+#: lane loads its weights (operands that vary along the row alone) with its
+#: row, before the row's first reduction, where its row and every slot's
+#: weights fit the register rule (:meth:`_SegmentScheduler.row_groups`; a
+#: 16-bit row then stays packed, :data:`PACKED_ROWS`), and it keeps no
+#: weight in shared memory or reads it through ``.nc``. Otherwise its last
+#: pass loads a slot's weights just before that slot's store: a load is
+#: not moved above an earlier store, so the pass is a chain of one L1 or L2
+#: round trip a slot, after the reduction's barrier. EARLY_WEIGHTS_MEASURED
+EARLY_WEIGHTS = True
+#: See :data:`EARLY_WEIGHTS`: with 2 slots a lane the chain is short, and
+#: the weights' registers cost blocks an SM (a layer norm bfloat16 of 4K
+#: columns on (256, 2): 134.2 -> 147.8 us, sweep 32).
+EARLY_WEIGHT_SLOTS = 4
 #: The cached block variants load every slot of a lane unconditionally, a
 #: slot past the row's end from the row's last vector (its values are never
 #: used: a reduction's partials and the stores are guarded by the slot
@@ -701,7 +715,8 @@ class _RowGroup:
     (:data:`SHARED_WEIGHT_BYTES`); ``narrow_rows``: the row operands'
     vector indices too are split (:data:`NARROW_COLUMNS`); ``packed_rows``:
     a cached block's 16-bit row is kept as loaded across its reductions
-    (:data:`PACKED_ROWS`)."""
+    (:data:`PACKED_ROWS`); ``early_weights``: a cached block loads its
+    weights with its row (:data:`EARLY_WEIGHTS`)."""
 
     kind: str
     when: list | None
@@ -717,6 +732,7 @@ class _RowGroup:
     edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
     noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)
     packed_rows: bool = False  # its row kept across its reductions as loaded, 16-bit (:data:`PACKED_ROWS`)
+    early_weights: bool = False  # its weights loaded with its row (:data:`EARLY_WEIGHTS`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -1682,6 +1698,20 @@ class _RowWalk:
             for column, value in zip(columns, values):
                 column.append(value)
         return columns
+
+    def load_weights(self, g: _Generic, slots: list[_Slot], cache: dict) -> None:
+        """Load the generic's weights (inputs that vary along the row alone)
+        at ``slots`` into ``cache`` now, ahead of the generic
+        (:data:`EARLY_WEIGHTS`). A row kernel writes full-size and per-row
+        values only, so nothing it stores can alias them."""
+        row_dims = range(len(g.iterators) - len(self.row_sizes), len(g.iterators))
+        for slot in slots:
+            for arg, operand, amap in zip(g.body.arguments, g.inputs, g.maps):
+                if operand in self.registers or not list(arg.uses) or not isinstance(operand.type, ir.ShapedType):
+                    continue
+                key = (operand, str(amap), slot.index)
+                if self.weight(amap) and any(_uses_dim(amap, d) for d in row_dims) and key not in cache:
+                    cache[key] = self._load(operand, amap, slot.ivs, slot)
 
     def _load(self, operand: ir.Value, amap: ir.AffineMap, ivs: list, slot: _Slot) -> list[ir.Value]:
         k, lanes = self.k, self.lanes
@@ -2845,7 +2875,7 @@ class _SegmentScheduler:
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
-            values, words, packed = registers(columns)
+            values, words, packed, early_words = registers(columns)
             allowed = REGISTER_FILE // (threads * _blocks_per_sm(threads)) // 2
             limit = allowed * REGISTER_ROOM
             packed_rows = words > limit and not flat and packed is not None and packed <= limit
@@ -2878,10 +2908,16 @@ class _SegmentScheduler:
                             shared_weights = 0
                     if shared_weights and weight_slots and NONCOHERENT_WEIGHTS and weight_bytes <= row_bytes:
                         shared_weights, weight_slots, noncoherent = 0, 0, True
+            early = (
+                EARLY_WEIGHTS and early_words is not None and early_words <= limit and columns // lanes >= EARLY_WEIGHT_SLOTS
+                and not (flat or buffered or shared_weights or noncoherent)
+            )
+            packed_rows = packed_rows or (early and packed is not None)  # the weights too stay as loaded across the reductions
             groups.append(
                 _RowGroup(
                     "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
                     shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent, packed_rows=packed_rows,
+                    early_weights=early,
                     narrow_rows=words < limit if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
                 )
             )
@@ -3268,6 +3304,10 @@ class _SegmentScheduler:
                     packed = 0  # the reductions the row's cached values were last packed after (PACKED_ROWS)
                     for g, role in plan.steps:
                         at = slots
+                        if group.early_weights and role == "reduce" and not walk.reductions:  # with the row's first loads
+                            for later, kind in plan.steps:
+                                if kind == "full":
+                                    walk.load_weights(later, slots, cache)
                         if group.packed_rows and role in ("full", "reduce") and walk.reductions > packed:
                             _packed_again(cache, vector_lanes)
                             packed = walk.reductions
@@ -3395,7 +3435,11 @@ class _SegmentScheduler:
         one at a time: :data:`SCALAR_CACHED_ROWS`) the values, each
         column a register of its own. Third, where a variant may keep its
         row packed (:data:`PACKED_ROWS`), the loaded words without that
-        floor; else None."""
+        floor; else None. Fourth, where the row has weights, the words a
+        lane keeps loading every slot's weights with its row
+        (:data:`EARLY_WEIGHTS`): the row as loaded where it may stay packed,
+        else a float32 value a column, and each weight as loaded; else
+        None."""
         p = plan.rank_p
         full, weights = set(keep), set()
         for g, role in plan.steps:
@@ -3418,13 +3462,14 @@ class _SegmentScheduler:
             and not any(op.name == "func.call" or op.name.startswith("math.") for g in reductions for op in g.body.operations)
         )
 
-        def registers(columns: int) -> tuple[int, float, float | None]:
+        def registers(columns: int) -> tuple[int, float, float | None, float | None]:
             group = min(columns, BLOCK_STORE_GROUP * lanes)
             values = len(full) * columns + len(weights) * group
             if scalar:
-                return values, values, None
+                return values, values, None, None
             loaded = full_words * columns + weight_words * group
-            return values, max(loaded, columns if full else 0), loaded if packable else None
+            early = ((full_words if packable else len(full)) + weight_words) * columns if weights else None
+            return values, max(loaded, columns if full else 0), loaded if packable else None, early
 
         return registers
 

@@ -1031,6 +1031,34 @@ def test_bfloat16_norms_keep_their_rows_packed_across_their_reductions(case, red
     assert spill_bytes(program.ptx, launch.kernel) == 0
 
 
+def test_cached_blocks_load_their_weights_with_the_row_where_they_fit(monkeypatch):
+    """EARLY_WEIGHTS: a cached block of 4 slots a lane or more whose row and
+    weights fit the register rule issues every slot's weight loads before
+    the row's first barrier (with the row's own), so its last pass stores
+    without an L2 round trip a slot; ptxas spills nothing. Others load a
+    slot's weights in the last pass; so do all with EARLY_WEIGHTS off."""
+    needs_libdevice()
+    expected = {  # (case, dtype): [(columns, block, early, slots a lane)]
+        ("rms_norm", "float32"): [(8192, 512, True, 4), (32768, 1024, False, 8)],  # (512, 4) fits; 32K reads its weight through .nc
+        ("rms_norm", "bfloat16"): [(8192, 256, True, 4)],  # (256, 4), the row and weight kept packed
+        ("layer_norm", "bfloat16"): [(8192, 128, True, 8), (4096, 256, False, 2)],  # (256, 4) halved to (128, 8); 2 slots a lane
+        ("layer_norm", "float32"): [(8192, 512, False, 4)],  # (512, 4): two float32 weights do not fit
+    }
+    for (case, dtype), rows in expected.items():
+        weights = {"rms_norm": 1, "layer_norm": 2}[case]
+        for on in (True, False) if (case, dtype) == ("rms_norm", "float32") else (True,):
+            monkeypatch.setattr(gpu_schedule, "EARLY_WEIGHTS", on)
+            program, chosen = bench_rows(case, dtype, "sm_90")
+            for cols, block, early, slots in rows:
+                launch = chosen(cols)
+                ptx = kernel_ptx(program.ptx, launch.kernel)
+                loads = len(re.findall(r"ld\.global[.\w]*\.v4\.", ptx[: ptx.index("bar.sync")]))
+                what = (case, dtype, cols, on)
+                assert launch.block == [block, 1, 1], what
+                assert loads == slots * (1 + weights * (early and on)), what
+                assert spill_bytes(program.ptx, launch.kernel) == 0, what
+
+
 def test_a_softmax_with_an_exponential_in_its_reduction_keeps_no_packed_row():
     """PACKED_ROWS leaves out rows whose reductions call a function (a
     softmax's exponential: converting again lost there, and on (512, 8) it

@@ -39,7 +39,8 @@ persistent rows (a whole segment)
     generic reads them there; full-size temporaries stay in registers too.
     A 16-bit row that fits only as loaded, not as float32 values (an RMS or
     layer norm of bfloat16), is kept packed across its reductions
-    (:data:`PACKED_ROWS`). The cached 1024-thread blocks (one an SM) take rows in a persistent
+    (:data:`PACKED_ROWS`); a cached block of 4 slots a lane or more
+    loads its weights with its row where they fit (:data:`EARLY_WEIGHTS`). The cached 1024-thread blocks (one an SM) take rows in a persistent
     grid and get them ahead, in shared memory, from the copy engine
     (:data:`BUFFER_NEXT_ROW`, :class:`_RowBuffer`), or keep their weights
     there alone (:data:`SHARED_WEIGHTS_ALONE`); a weight too large for that
@@ -645,11 +646,23 @@ PACKED_ROWS = True
 #: weight in shared memory or reads it through ``.nc``. Otherwise its last
 #: pass loads a slot's weights just before that slot's store: a load is
 #: not moved above an earlier store, so the pass is a chain of one L1 or L2
-#: round trip a slot, after the reduction's barrier. EARLY_WEIGHTS_MEASURED
+#: round trip a slot, after the reduction's barrier. On the H200 (256 MB,
+#: one call after an L2 flush; off -> on, three runs): layer norm bfloat16
+#: of 8K columns ((128, 8), its row and two weights packed, 127 registers)
+#: 137.3 -> 134.1, 136.7 -> 133.2, 137.0 -> 134.6 us (torch.compile
+#: 134.4-135.0); RMS norm bfloat16 16K 133.7 -> 132.6; the RMS norms
+#: float32 and bfloat16 of 4K-12K columns within 0.5% (float32 8K 133.1 ->
+#: 132.5), the layer norm float32 of 4K ((256, 4), 54 -> 72 registers)
+#: 135.6 -> 136.7. A 16-bit row left unpacked with its weights loaded early
+#: lost (layer norm bfloat16 8K, 159 registers: 143.2), and so did loading
+#: all the last pass's weights together after the barrier instead
+#: (BLOCK_STORE_GROUP 8: layer norm bfloat16 8K 144.5, 6000 columns 176.7)
+#: (bench/results/h200-sweeps.txt, sweep 32).
 EARLY_WEIGHTS = True
 #: See :data:`EARLY_WEIGHTS`: with 2 slots a lane the chain is short, and
 #: the weights' registers cost blocks an SM (a layer norm bfloat16 of 4K
-#: columns on (256, 2): 134.2 -> 147.8 us, sweep 32).
+#: columns on (256, 2), its row packed: 134.2 -> 147.8 us with its weights
+#: loaded early, 137.5 as shipped; sweep 32).
 EARLY_WEIGHT_SLOTS = 4
 #: The cached block variants load every slot of a lane unconditionally, a
 #: slot past the row's end from the row's last vector (its values are never

@@ -415,11 +415,24 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
     assert vector_loads(chosen(0)) == 0  # rows of no columns: the scalar variant (a clamped load needs a vector to clamp to)
 
 
+#: bench_rows' compiled programs by (case, dtype, arch, the lowering's settings): several tests read the same.
+_BENCH_ROWS: dict = {}
+
+
 def bench_rows(case: str, dtype: str, arch: str | None = None):
     """A normalization of bench/run.py for dense, 16-byte aligned arguments:
     scheduled (the kernel module's text), or with ``arch`` compiled for it
     (the GpuProgram, PTX and all), and a function from a row length to the
-    launch that runs rows of it."""
+    launch that runs rows of it. Compiled once for each set of the
+    lowering's constants (what the tests monkeypatch) and libdevice."""
+    settings = tuple((name, repr(value)) for module in (gpu_schedule, gpu) for name, value in sorted(vars(module).items()) if name.isupper())
+    key = (case, dtype, arch, settings, config.libdevice_path())
+    if key not in _BENCH_ROWS:
+        _BENCH_ROWS[key] = _bench_rows(case, dtype, arch)
+    return _BENCH_ROWS[key]
+
+
+def _bench_rows(case: str, dtype: str, arch: str | None):
     bench = load_bench("run")
     bench_case = next(c for c in bench.CASES if c.name == case)
     shapes_of = bench_case.shapes

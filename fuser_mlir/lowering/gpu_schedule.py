@@ -2840,7 +2840,7 @@ class _SegmentScheduler:
 
     @staticmethod
     def row_groups(
-        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0, None), staged_bytes: int = 0, buffered_bytes=(0, ()),
+        cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0, None, None), staged_bytes: int = 0, buffered_bytes=(0, ()),
         scalar: bool = False, flat: bool = False,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly

@@ -73,6 +73,38 @@ def test_whole_rows_on_the_row_variants(dtype, constants):
             affine_in_place(shape, "cuda")
 
 
+def broadcast_add(rows, cols, dtype, device):
+    """bench/run.py's broadcast_add (a column plus a row: a write-only
+    broadcast, no full-size input) of ``rows`` x ``cols`` on fresh inputs,
+    checked (run_checked) against float64."""
+    fd = bench_fusion("broadcast_add", dtype)
+    column, row = RNG.standard_normal((rows, 1)).astype(NUMPY[dtype]), RNG.standard_normal((1, cols)).astype(NUMPY[dtype])
+    expected = column.astype(np.float64) + row.astype(np.float64)
+    tolerance = 1e-6 if dtype == "float32" else 1e-2
+    run_checked(FusionExecutorCache(fd), [column, row], expected, NUMPY[dtype], device, (tolerance, tolerance), 1.0, f"{dtype} broadcast_add {rows}x{cols}")
+
+
+#: Row lengths of a write-only broadcast around its variants' limits, by
+#: dtype: a warp a row below WRITE_ONLY_BLOCK's 256 vectors (1020 float32
+#: columns, 2040 bfloat16), a block of 128 threads a row from there (one
+#: chunk; one and a part, its last slots outside the row) to a block's chunk
+#: (4092, 8184), and pieces of 4096 / 8192 columns past it.
+WRITE_ONLY_COLUMNS = {"float32": [1020, 1024, 1028, 4092, 4096, 4100], "bfloat16": [2040, 2048, 2056, 8184, 8192, 8200]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid", [None, 8], ids=["grid", "8 blocks"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_write_only_broadcasts_at_every_row_variant(dtype, grid, constants):
+    """A column plus a row at each row length of WRITE_ONLY_COLUMNS, and
+    with a grid of 8 blocks (MAX_GRID_X), each block or warp taking many
+    rows or pieces in turn."""
+    if grid is not None:
+        constants.setattr(gpu_schedule, "MAX_GRID_X", grid)
+    for cols in WRITE_ONLY_COLUMNS[dtype]:
+        broadcast_add(37, cols, dtype, "cuda")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("flat", [True, False], ids=["flat", "rows"])
 def test_blocks_take_many_pieces(flat, constants):
@@ -100,10 +132,7 @@ def test_rows_that_are_not_whole_vectors(flat, dtype, constants):
     constants.setattr(gpu_schedule, "MAX_GRID_X", 8)
     for shape in ((6, 1001), (3, 5001), (301, 129)):
         scale_and_bias(shape, dtype, "cuda")
-    fd = bench_fusion("broadcast_add", dtype)  # no input read flat
-    column, row = RNG.standard_normal((37, 1)).astype(NUMPY[dtype]), RNG.standard_normal((1, 1001)).astype(NUMPY[dtype])
-    expected = column.astype(np.float64) + row.astype(np.float64)
-    run_checked(FusionExecutorCache(fd), [column, row], expected, NUMPY[dtype], "cuda", (1e-2, 1e-2), 1.0, f"{dtype} broadcast_add")
+    broadcast_add(37, 1001, dtype, "cuda")  # no input read flat
 
 
 @pytest.mark.parametrize("cols", [1032, 9000, 1031, 9001])

@@ -68,8 +68,10 @@ row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
     column (:data:`FLAT_WHOLE_ROWS`); for rows that are not, an element at a
     time (:data:`FLAT_SCALAR_ROWS`). Otherwise (a write-only broadcast such
     as a column plus a row, strided operands) warps take rows shorter than a
-    block's chunk, blocks take pieces of longer rows
-    (:data:`ROW_PIECE_CHUNKS`), threads stride over the row or piece: no
+    block's chunk (a write-only broadcast's rows of 256 vectors or more a
+    block of 128 threads each, :data:`WRITE_ONLY_BLOCK`), blocks take
+    pieces of longer rows (:data:`ROW_PIECE_CHUNKS`), threads stride over
+    the row or piece: no
     index division per element, and a column operand broadcast along the
     row is one value per row; a grid-stride loop with index division for
     short rows.
@@ -377,6 +379,22 @@ FLAT_SCALAR_ROWS = True
 #: on the gathered loads, a vector a thread, where a warp a row loads the
 #: row's column once and stores 8 vectors a lane (sweep 26).
 FLAT_WHOLE_ROWS = True
+#: (threads, 16-byte slots a lane) of the blocks that take a row each of a
+#: write-only broadcast (no full-size input: a column plus a row) whose rows
+#: are whole vectors, at least ``threads * slots`` of them and shorter than a
+#: block's chunk (which a warp a row took before; longer rows stay in
+#: pieces, :data:`ROW_PIECE_CHUNKS`), walked in chunks of that many slots a
+#: lane: Inductor's kernels of such broadcasts store from small blocks too.
+#: On the H200 (bench's broadcast_add, one call after an L2 flush, 256 MB;
+#: a warp a row -> (128, 2); torch.compile's kernel in brackets): float32
+#: of 1K columns 63.6-64.1 -> 62.0-62.6 us (60.3-60.5), of 2K 66.4 -> 62.1-62.3
+#: (60.7-61.0), at 1 GB 1K 242.2 -> 236.5 (235.7); bfloat16 of 2K 63.0 ->
+#: 62.0, of 4K 64.6-64.8 -> 61.9-62.2 (82.3-82.4). Rows of fewer vectors keep
+#: a warp: bfloat16 of 1K columns (128 vectors) on a block of 128 threads
+#: of 1 slot, or 64 of 2, took 83 us against 63 on warps; (256, 1) on
+#: float32 of 1K 74.7, (64, 2) 62.5, (128, 4) 69.2 (half its slots empty);
+#: 8-byte vectors lost or tied (sweep 33).
+WRITE_ONLY_BLOCK = (128, 2)
 #: Most blocks of a grid's x dim (CUDA's limit): the flat pointwise grid covers the tensor.
 MAX_GRID_X = 2**31 - 1
 #: Slots of the cached warp variant's last pass whose small operands
@@ -729,7 +747,8 @@ class _RowGroup:
     vector indices too are split (:data:`NARROW_COLUMNS`); ``packed_rows``:
     a cached block's 16-bit row is kept as loaded across its reductions
     (:data:`PACKED_ROWS`); ``early_weights``: a cached block loads its
-    weights with its row (:data:`EARLY_WEIGHTS`)."""
+    weights with its row (:data:`EARLY_WEIGHTS`); ``chunk_slots``: a lane's
+    slots in a chunk of an uncached walk, where not :data:`CHUNK_SLOTS`."""
 
     kind: str
     when: list | None
@@ -746,6 +765,7 @@ class _RowGroup:
     noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)
     packed_rows: bool = False  # its row kept across its reductions as loaded, 16-bit (:data:`PACKED_ROWS`)
     early_weights: bool = False  # its weights loaded with its row (:data:`EARLY_WEIGHTS`)
+    chunk_slots: int = 0  # slots a lane of an uncached walk's chunk (0: :data:`CHUNK_SLOTS`; :data:`WRITE_ONLY_BLOCK`)
 
     def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values."""
@@ -1542,6 +1562,7 @@ class _RowWalk:
         self.piece = None  # (start, stop): the columns of the row to walk, where not all (ROW_PIECE_CHUNKS)
         self.flat: _FlatRow | None = None  # see flatten
         self.span = self.cols  # the columns a chunk loop walks (a flat walk's start before the row's first)
+        self.chunk_slots = CHUNK_SLOTS  # slots a lane of a chunk loop's chunk (WRITE_ONLY_BLOCK)
 
     def flatten(self, row: ir.Value, count: ir.Value) -> None:
         """Walk the row (the ``row``-th of a dense tensor of ``count``
@@ -1683,8 +1704,9 @@ class _RowWalk:
 
     def chunk(self) -> tuple[ir.Value, int]:
         """(columns per chunk of the whole group, slots per lane) of a loop
-        over the row in chunks of :data:`CHUNK_SLOTS` slots per lane."""
-        return _scaled(self.width, self.lanes * CHUNK_SLOTS), CHUNK_SLOTS
+        over the row in chunks of :attr:`chunk_slots` slots per lane
+        (:data:`CHUNK_SLOTS` unless a group says otherwise)."""
+        return _scaled(self.width, self.lanes * self.chunk_slots), self.chunk_slots
 
     def inputs(self, g: _Generic, slot: _Slot, cache: dict) -> list[list]:
         """The generic's input values for the columns of ``slot``: one list
@@ -2624,8 +2646,8 @@ class _SegmentScheduler:
             if reads_outputs:
                 groups = [_RowGroup("block", None)]
             elif piece_columns:  # warps for rows shorter than a block's chunk, blocks for pieces of the others
-                shorter = ["le", space[-1], ["const", chunk_columns - 1]]
-                groups = [_RowGroup("warp", shorter), _RowGroup("block", ["gt", space[-1], ["const", chunk_columns - 1]])]
+                groups = self._short_rows(space[-1], lanes, chunk_columns, write_only=not reads_full)
+                groups.append(_RowGroup("block", ["gt", space[-1], ["const", chunk_columns - 1]]))
             else:
                 groups = self.row_groups(space[-1], narrow=True)
             for group in groups:
@@ -2647,10 +2669,27 @@ class _SegmentScheduler:
                                 scf.YieldOp([])
                         else:
                             walk = _RowWalk(k, row_ivs, [sizes[-1]], lane, width, lanes, {})
-                            walk.piece, walk.narrow_rows = span, span is not None
+                            walk.piece, walk.narrow_rows, walk.chunk_slots = span, span is not None, group.chunk_slots or CHUNK_SLOTS
                             walk.pointwise(g)
                         scf.YieldOp([])
-                k.finish(grid, when=_both(long_rows, _both(group.when, condition)))
+                k.finish(grid, block=(group.threads, 1, 1), when=_both(long_rows, _both(group.when, condition)))
+
+    @staticmethod
+    def _short_rows(cols: list, lanes: int, chunk_columns: int, write_only: bool) -> list[_RowGroup]:
+        """The groups of a row-pointwise generic's rows of ``lanes``-column
+        vectors shorter than a block's chunk (``chunk_columns``): a warp a
+        row, and for a write-only broadcast (``write_only``) of vectors
+        (``lanes`` > 1) a block of :data:`WRITE_ONLY_BLOCK` a row where the
+        row fills its chunk."""
+        shorter = ["le", cols, ["const", chunk_columns - 1]]
+        threads, slots = WRITE_ONLY_BLOCK
+        least = threads * slots * lanes  # columns of a chunk of the block
+        if not write_only or lanes == 1 or least >= chunk_columns:
+            return [_RowGroup("warp", shorter)]
+        return [
+            _RowGroup("warp", ["le", cols, ["const", least - 1]]),
+            _RowGroup("block", _both(["gt", cols, ["const", least - 1]], shorter), threads=threads, chunk_slots=slots),
+        ]
 
     @staticmethod
     def _row_parity(loop: scf.ForOp) -> ir.Value:

@@ -358,7 +358,8 @@ def test_rows_of_whole_vectors_that_read_a_full_size_input_run_on_the_tensors_fl
     such row length, a thread a vector (its row and column by one
     division), x, w and b each one vector load, no select between rows;
     without it a warp a row and a block a piece. A column plus a row (a
-    write-only broadcast) keeps a warp a row either way."""
+    write-only broadcast) keeps its row variants either way (rows of 512
+    float32 columns a warp each; test_write_only_broadcast_rows_take_small_blocks)."""
     monkeypatch.setattr(gpu_schedule, "FLAT_WHOLE_ROWS", flat)
     text, chosen = bench_rows("scale_bias", "float32")
     kernels = {chosen(cols).kernel for cols in (128, 1024, 4096, 32768)}
@@ -373,9 +374,32 @@ def test_rows_of_whole_vectors_that_read_a_full_size_input_run_on_the_tensors_fl
         assert len(re.findall(r"memref\.load .*memref<\?xvector<4xf32>>", body)) == 3
         assert body.count("arith.divui") == 3 and "arith.select" not in body  # the vector's row; w's and b's vector index (by 4)
     text, chosen = bench_rows("broadcast_add", "float32")
-    warp = chosen(1024)
-    assert warp.block == [32 * 8, 1, 1] and evaluate(warp.grid[0], [(3, 1), (1, 1024), (3, 1024)], []) == 1  # 3 rows, a warp each: one block
+    warp = chosen(512)
+    assert warp.block == [32 * 8, 1, 1] and evaluate(warp.grid[0], [(3, 1), (1, 512), (3, 512)], []) == 1  # 3 rows, a warp each: one block
     assert len(re.findall(r"memref\.load .*memref<\?xvector<4xf32>>", kernel_text(text, warp.kernel))) >= 4  # the row's vectors, unrolled
+
+
+@pytest.mark.parametrize("dtype, lanes", [("float32", 4), ("bfloat16", 8)])
+def test_write_only_broadcast_rows_take_small_blocks(dtype, lanes):
+    """A column plus a row (no full-size input) whose rows are at least
+    WRITE_ONLY_BLOCK's 128 x 2 vectors and shorter than a block's chunk (256
+    threads x 4 vectors) run a block of 128 threads a row, 2 vector loads
+    and stores a lane a chunk; shorter rows a warp a row (8 warps a block),
+    longer ones a block of 256 threads a piece."""
+    text, chosen = bench_rows("broadcast_add", dtype)
+    least, chunk = 256 * lanes, 1024 * lanes
+    shapes = lambda cols: [(3, 1), (1, cols), (3, cols)]  # noqa: E731
+    warp, block, piece = chosen(least - lanes), chosen(least), chosen(chunk)
+    assert len({warp.kernel, block.kernel, piece.kernel}) == 3
+    assert {chosen(cols).kernel for cols in (least + lanes, chunk - lanes)} == {block.kernel}
+    assert chosen(chunk + lanes).kernel == piece.kernel
+    assert warp.block == [256, 1, 1] and evaluate(warp.grid[0], shapes(least - lanes), []) == 1  # 3 rows, a warp each
+    assert block.block == [128, 1, 1] and evaluate(block.grid[0], shapes(least), []) == 3  # a block a row
+    assert piece.block == [256, 1, 1]
+    kernel = kernel_text(text, block.kernel)
+    vector = f"memref<\\?xvector<{lanes}x{'f32' if dtype == 'float32' else 'bf16'}>>"
+    assert len(re.findall(rf"memref\.load .*{vector}", kernel)) == 2 and len(re.findall(rf"memref\.store .*{vector}", kernel)) == 2
+    assert kernel.count("scf.for") == 2  # the rows, and the row's chunks
 
 
 def kernel_text(text: str, name: str) -> str:

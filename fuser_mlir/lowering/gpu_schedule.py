@@ -385,6 +385,9 @@ FLAT_WHOLE_ROWS = True
 #: block's chunk (which a warp a row took before; longer rows stay in
 #: pieces, :data:`ROW_PIECE_CHUNKS`), walked in chunks of that many slots a
 #: lane: Inductor's kernels of such broadcasts store from small blocks too.
+#: They run the pieces' grid-stride loop, a row one piece (so its columns
+#: are 32-bit, :data:`NARROW_COLUMNS`: 26 registers, 30 with a row loop and
+#: 64-bit columns, which measured the same).
 #: On the H200 (bench's broadcast_add, one call after an L2 flush, 256 MB;
 #: a warp a row -> (128, 2); torch.compile's kernel in brackets): float32
 #: of 1K columns 63.6-64.1 -> 62.0-62.6 us (60.3-60.5), of 2K 66.4 -> 62.1-62.3

@@ -5,7 +5,8 @@ scale_bias), at rows of each of the row scheme's variants (the tensor's flat
 them FLAT_SCALAR_ROWS; a warp a row, or a block a piece of a row,
 ROW_PIECE_CHUNKS, in vectors or scalars; rows below ROW_POINTWISE_MIN in the
 grid-stride loop), with operands of every kind around them, and updating an
-input in place. Against float64
+input in place; and write-only broadcasts (a column plus a row) at each of
+their row variants (WRITE_ONLY_BLOCK). Against float64
 NumPy computed from the same inputs, given outputs poisoned with NaN,
 inputs checked unchanged."""
 

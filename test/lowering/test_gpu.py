@@ -399,7 +399,7 @@ def test_write_only_broadcast_rows_take_small_blocks(dtype, lanes):
     kernel = kernel_text(text, block.kernel)
     vector = f"memref<\\?xvector<{lanes}x{'f32' if dtype == 'float32' else 'bf16'}>>"
     assert len(re.findall(rf"memref\.load .*{vector}", kernel)) == 2 and len(re.findall(rf"memref\.store .*{vector}", kernel)) == 2
-    assert kernel.count("scf.for") == 2  # the rows, and the row's chunks
+    assert kernel.count("scf.for") == 2  # the pieces (a row one piece), and the piece's chunks
 
 
 def kernel_text(text: str, name: str) -> str:

@@ -71,10 +71,9 @@ row pointwise (R empty, rows of at least :data:`ROW_POINTWISE_MIN`)
     block's chunk (a write-only broadcast's rows of 256 vectors or more a
     block of 128 threads each, :data:`WRITE_ONLY_BLOCK`), blocks take
     pieces of longer rows (:data:`ROW_PIECE_CHUNKS`), threads stride over
-    the row or piece: no
-    index division per element, and a column operand broadcast along the
-    row is one value per row; a grid-stride loop with index division for
-    short rows.
+    the row or piece: no index division per element, and a column operand
+    broadcast along the row is one value per row; a grid-stride loop with
+    index division for short rows.
 inner reduction (R dims after the P dims)
     a warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (butterfly
     ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
@@ -1565,7 +1564,7 @@ class _RowWalk:
         self.piece = None  # (start, stop): the columns of the row to walk, where not all (ROW_PIECE_CHUNKS)
         self.flat: _FlatRow | None = None  # see flatten
         self.span = self.cols  # the columns a chunk loop walks (a flat walk's start before the row's first)
-        self.chunk_slots = CHUNK_SLOTS  # slots a lane of a chunk loop's chunk (WRITE_ONLY_BLOCK)
+        self.chunk_slots = CHUNK_SLOTS  # slots a lane of a chunk loop's chunk (a group's where it says: WRITE_ONLY_BLOCK)
 
     def flatten(self, row: ir.Value, count: ir.Value) -> None:
         """Walk the row (the ``row``-th of a dense tensor of ``count``
@@ -2649,8 +2648,7 @@ class _SegmentScheduler:
             if reads_outputs:
                 groups = [_RowGroup("block", None)]
             elif piece_columns:  # warps for rows shorter than a block's chunk, blocks for pieces of the others
-                groups = self._short_rows(space[-1], lanes, chunk_columns, write_only=not reads_full)
-                groups.append(_RowGroup("block", ["gt", space[-1], ["const", chunk_columns - 1]]))
+                groups = self._piece_groups(space[-1], lanes, chunk_columns, write_only=not reads_full)
             else:
                 groups = self.row_groups(space[-1], narrow=True)
             for group in groups:
@@ -2672,26 +2670,32 @@ class _SegmentScheduler:
                                 scf.YieldOp([])
                         else:
                             walk = _RowWalk(k, row_ivs, [sizes[-1]], lane, width, lanes, {})
-                            walk.piece, walk.narrow_rows, walk.chunk_slots = span, span is not None, group.chunk_slots or CHUNK_SLOTS
+                            walk.piece, walk.narrow_rows = span, span is not None
+                            if group.chunk_slots:
+                                walk.chunk_slots = group.chunk_slots
                             walk.pointwise(g)
                         scf.YieldOp([])
                 k.finish(grid, block=(group.threads, 1, 1), when=_both(long_rows, _both(group.when, condition)))
 
     @staticmethod
-    def _short_rows(cols: list, lanes: int, chunk_columns: int, write_only: bool) -> list[_RowGroup]:
+    def _piece_groups(cols: list, lanes: int, chunk_columns: int, write_only: bool) -> list[_RowGroup]:
         """The groups of a row-pointwise generic's rows of ``lanes``-column
-        vectors shorter than a block's chunk (``chunk_columns``): a warp a
-        row, and for a write-only broadcast (``write_only``) of vectors
-        (``lanes`` > 1) a block of :data:`WRITE_ONLY_BLOCK` a row where the
-        row fills its chunk."""
+        slots, by length: a warp a row shorter than a block's chunk
+        (``chunk_columns``), a block a piece of the others; and for a
+        write-only broadcast (``write_only``) of vectors (``lanes`` > 1), a
+        block of :data:`WRITE_ONLY_BLOCK` a row between the rows its chunk
+        fills and a block's chunk."""
+        pieces = _RowGroup("block", ["gt", cols, ["const", chunk_columns - 1]])
         shorter = ["le", cols, ["const", chunk_columns - 1]]
         threads, slots = WRITE_ONLY_BLOCK
         least = threads * slots * lanes  # columns of a chunk of the block
         if not write_only or lanes == 1 or least >= chunk_columns:
-            return [_RowGroup("warp", shorter)]
+            return [_RowGroup("warp", shorter), pieces]
+        fills = ["gt", cols, ["const", least - 1]]
         return [
             _RowGroup("warp", ["le", cols, ["const", least - 1]]),
-            _RowGroup("block", _both(["gt", cols, ["const", least - 1]], shorter), threads=threads, chunk_slots=slots),
+            _RowGroup("block", _both(fills, shorter), threads=threads, chunk_slots=slots),
+            pieces,
         ]
 
     @staticmethod

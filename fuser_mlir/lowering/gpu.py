@@ -53,7 +53,7 @@ from fuser_mlir import config
 from fuser_mlir._mlir import arith, ir, vector
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.lowering.cpu import UNSIGNED_WRAP_FLAGS, copies_as_linalg, rewrite_text, segments_only
-from fuser_mlir.lowering.gpu_schedule import schedule_segment
+from fuser_mlir.lowering.gpu_schedule import EVICT_LAST_ATTRIBUTE, schedule_segment
 from fuser_mlir.passes.lower_to_cpu import symbol_name
 from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, attach_target, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
@@ -152,6 +152,62 @@ def widen_bfloat16(module: ir.Module) -> None:
                 widened = arith.BitcastOp(f32, bits).result
             extf.results[0].replace_all_uses_with(widened)
             extf.erase()
+
+
+#: The 64-bit register holding a function's policy (:func:`hint_loads`).
+L2_POLICY_REGISTER = "%fuser_l2_evict_last"
+#: A global load (plain or ``.nc``, predicated or not) of one register or a
+#: vector of them from one address, without a cache hint yet.
+_GLOBAL_LOAD = re.compile(r"^(\s*(?:@!?%p\d+\s+)?ld\.global(?:\.nc)?)((?:\.(?!L2::cache_hint)[\w:]+)+)(\s+)([^;\[]+), \[([^\]]+)\];$")
+#: The line that names a PTX function (``.entry`` or ``.func``).
+_FUNCTION = re.compile(r"^(?:\.\w+\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)")
+
+
+def evict_last_kernels(module: ir.Module) -> set[str]:
+    """The names of the kernels of ``module`` marked :data:`EVICT_LAST_ATTRIBUTE`,
+    the mark removed (it is not a dialect's: the lowering must not see it)."""
+    names = set()
+
+    def visit(op):
+        if op.name == "gpu.func" and EVICT_LAST_ATTRIBUTE in op.attributes:
+            names.add(ir.StringAttr(op.attributes["sym_name"]).value)
+            del op.attributes[EVICT_LAST_ATTRIBUTE]
+        return ir.WalkResult.ADVANCE
+
+    with module.context:
+        module.operation.walk(visit)
+    return names
+
+
+def hint_loads(ptx: str, functions: set[str]) -> str:
+    """``ptx`` with each global load of the named ``functions`` given the L2
+    eviction priority ``evict_last`` (``.L2::cache_hint`` with a
+    ``createpolicy.fractional.L2::evict_last`` policy, which each of them
+    creates once in :data:`L2_POLICY_REGISTER`, at the top of its body; a
+    body runs from a ``{`` to a ``}`` at the start of a line, as LLVM prints
+    PTX). LLVM has no load with a cache hint, and inline asm would hide the
+    loads from its optimisations: the PTX is the place for a qualifier that
+    changes no value. Triton gives the loads of values it reads again the
+    same priority."""
+    out, name, body, hinted = [], None, None, False
+    for line in ptx.split("\n"):
+        if body is None:
+            found = _FUNCTION.match(line)
+            name = found.group(1) if found else name
+            out.append(line)
+            if line == "{" and name in functions:
+                body, hinted = len(out), False
+            continue
+        if line == "}":
+            if hinted:
+                out[body:body] = [f"\t.reg .b64 \t{L2_POLICY_REGISTER};", f"\tcreatepolicy.fractional.L2::evict_last.b64 \t{L2_POLICY_REGISTER}, 1.0;"]
+            out.append(line)
+            body = None
+            continue
+        rewritten = _GLOBAL_LOAD.sub(rf"\1.L2::cache_hint\2\3\4, [\5], {L2_POLICY_REGISTER};", line)
+        hinted = hinted or rewritten != line
+        out.append(rewritten)
+    return "\n".join(out)
 
 
 def nvvm_pipeline() -> str:
@@ -270,6 +326,7 @@ def _require_libdevice(module: ir.Module, libdevice) -> None:
 def to_ptx(kernels: ir.Module, arch: str, source: str = "") -> str:
     """The PTX of a scheduled kernel module (the module is lowered in place)."""
     libdevice = config.libdevice_path()
+    evict_last = evict_last_kernels(kernels)
     if CONTRACT_FMA:
         allow_contraction(kernels)
     if WIDEN_BFLOAT16_WORDS:
@@ -285,7 +342,7 @@ def to_ptx(kernels: ir.Module, arch: str, source: str = "") -> str:
     except PipelineError as err:
         raise _failed(err, source or str(kernels)) from None
     (ptx,) = ptx_of(lowered).values()
-    return ptx
+    return hint_loads(ptx, evict_last)
 
 
 def ptx_of(module: ir.Module) -> dict[str, str]:

@@ -1159,3 +1159,82 @@ def test_only_inputs_read_before_the_first_reduction_ride_in_the_row_buffers(mon
     assert launch.block[0] == 1024 and evaluate(launch.shared_bytes, [(3, 8192)] * 3, []) == 8192 * 4 * 3  # 3 buffers of x
     assert kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 3 + 1
     assert re.search(r"memref\.load %arg\d+\[.*\] : memref<\?xvector<4xf32>>", kernel)  # y, from memory
+
+
+PTX_OF_TWO_FUNCTIONS = """\
+.visible .entry streams(
+\t.param .u64 streams_param_0
+)
+{
+\t.reg .b64 \t%rd<4>;
+\tld.global.v4.b32 \t{%r1, %r2, %r3, %r4}, [%rd1];
+\t@%p1 ld.global.f32 \t%f1, [%rd2+16];
+\t@!%p2 ld.global.nc.v4.b32 {%r5, %r6, %r7, %r8}, [%rd3];
+\tld.global.L2::cache_hint.b32 \t%r9, [%rd1], %rd3;
+\tst.global.v4.b32 \t[%rd1], {%r1, %r2, %r3, %r4};
+\tld.shared.b32 \t%r10, [%r11];
+}
+.visible .entry reduces(
+\t.param .u64 reduces_param_0
+)
+{
+\tld.global.f32 \t%f2, [%rd1];
+}
+"""
+
+
+def test_marked_kernels_load_with_the_l2_evict_last_policy():
+    """hint_loads: every global load of the named functions (plain, .nc,
+    predicated, vectors, with an offset) takes .L2::cache_hint with a policy
+    the function creates once at the top of its body; a load that already
+    has a hint, stores, shared loads and the other functions stay as they were."""
+    hinted = gpu.hint_loads(PTX_OF_TWO_FUNCTIONS, {"streams"})
+    policy = gpu.L2_POLICY_REGISTER
+    streams, reduces = hinted.split(".visible .entry reduces(")
+    assert streams.count(f"createpolicy.fractional.L2::evict_last.b64 \t{policy}, 1.0;") == 1
+    assert streams.index("createpolicy") < streams.index("ld.global")
+    assert f"\tld.global.L2::cache_hint.v4.b32 \t{{%r1, %r2, %r3, %r4}}, [%rd1], {policy};" in streams
+    assert f"\t@%p1 ld.global.L2::cache_hint.f32 \t%f1, [%rd2+16], {policy};" in streams
+    assert f"\t@!%p2 ld.global.nc.L2::cache_hint.v4.b32 {{%r5, %r6, %r7, %r8}}, [%rd3], {policy};" in streams
+    assert "\tld.global.L2::cache_hint.b32 \t%r9, [%rd1], %rd3;" in streams  # its own hint kept
+    assert "\tst.global.v4.b32 \t[%rd1], {%r1, %r2, %r3, %r4};" in streams and "\tld.shared.b32 \t%r10, [%r11];" in streams
+    assert "cache_hint" not in reduces and "createpolicy" not in reduces
+    assert gpu.hint_loads(PTX_OF_TWO_FUNCTIONS, set()) == PTX_OF_TWO_FUNCTIONS
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_streaming_kernels_load_evict_last_and_reductions_do_not(monkeypatch, enabled):
+    """L2_EVICT_LAST: the kernels that write as much as they read (a layer
+    norm's, a pointwise one's) load with the L2 eviction priority evict_last,
+    every global load of theirs; the inner and outer sums' (reductions to
+    fewer values) load as before, and so does every kernel with the setting
+    off. The mark never reaches the kernels' lowering, and ptxas takes the
+    PTX (compile_gpu runs it where it is on PATH)."""
+    needs_libdevice()
+    monkeypatch.setattr(gpu_schedule, "L2_EVICT_LAST", enabled)
+
+    def pointwise():
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+            fd.add_output(fd.ops.exp(x) * 2.0)
+        return fd
+
+    def inner_sum_bf16():  # a row plan (a cast, then the sum) that writes row values alone
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+            fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.cast(x, dtype=DataType.Float), dims=[1]), dtype=DataType.BFloat16))
+        return fd
+
+    cases = [(layer_norm_bf16, 4, True), (pointwise, 2, True), (lambda: sums([2]), 2, False), (lambda: sums([0]), 2, False), (inner_sum_bf16, 2, False)]
+    for build, operands, streams in cases:
+        context, module = outlined(build())
+        with context, ir.Location.unknown():
+            program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * operands})
+        entries = re.split(r"(?=\.visible \.entry)", program.ptx)[1:]
+        loads = [re.findall(r"\bld\.global\S*", e) for e in entries]
+        assert all(loads), build
+        for entry, found in zip(entries, loads):
+            hinted = [op for op in found if ".L2::cache_hint" in op]
+            assert len(hinted) == (len(found) if enabled and streams else 0), (build, found)
+            assert entry.count("createpolicy.fractional.L2::evict_last.b64") == (1 if enabled and streams else 0)
+        assert gpu_schedule.EVICT_LAST_ATTRIBUTE in program.kernel_ir or not (enabled and streams)

@@ -384,12 +384,14 @@ def parse_bytes(text: str) -> int:
     return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2)]
 
 
-def sizes(max_bytes: int, quick: bool) -> list[int]:
+def sizes(max_bytes: int, quick: bool, min_bytes: int = MB) -> list[int]:
+    """The case sizes: 1 MB, 4 MB, ... up to ``max_bytes`` (``quick``: every
+    other one, 1 MB, 16 MB, 256 MB), those below ``min_bytes`` left out."""
     result, size = [], MB
     while size <= max_bytes:
         result.append(size)
         size *= 4
-    return result[::2] if quick else result  # --quick: 1 MB, 16 MB, 256 MB
+    return [s for s in (result[::2] if quick else result) if s >= min_bytes]
 
 
 def git_commit() -> str:
@@ -442,6 +444,7 @@ def print_table(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(__doc__.splitlines()[2:]))
     parser.add_argument("--max-bytes", type=parse_bytes, default=1 << 30, help="largest tensor size (default 1G)")
+    parser.add_argument("--min-bytes", type=parse_bytes, default=MB, help="smallest tensor size (default 1M): --min-bytes 256M times 256 MB and 1 GB only")
     parser.add_argument("--quick", action="store_true", help="sizes 1 MB, 16 MB, 256 MB (up to --max-bytes) and 10 timed calls")
     parser.add_argument("--cases", default=",".join(c.name for c in CASES), help="comma-separated subset of: %(default)s")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated subset of: %(default)s")
@@ -480,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         case = by_name[name]
         for dtype_name in args.dtypes.split(","):
             fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
-            for hidden, nbytes in [(h, b) for h in (hiddens if case.long_rows else [HIDDEN]) for b in sizes(args.max_bytes, args.quick)]:
+            for hidden, nbytes in [(h, b) for h in (hiddens if case.long_rows else [HIDDEN]) for b in sizes(args.max_bytes, args.quick, args.min_bytes)]:
                 label = f"{case_label({'case': name, 'hidden': hidden})} {dtype_name} {format_size(nbytes)}"
                 started = time.perf_counter()
                 try:

@@ -32,6 +32,15 @@ def test_results_go_to_h200_json_on_an_h200_else_the_sanitised_gpu_name(run):
     assert run.default_json_path("???", results) == results / "gpu.json"
 
 
+def test_sizes_run_from_1_mb_in_steps_of_4x_between_min_and_max_bytes(run):
+    mb = 1 << 20
+    assert run.sizes(1 << 30, False) == [mb, 4 * mb, 16 * mb, 64 * mb, 256 * mb, 1024 * mb]
+    assert run.sizes(1 << 30, True) == [mb, 16 * mb, 256 * mb]
+    assert run.sizes(1 << 30, False, run.parse_bytes("256M")) == [256 * mb, 1024 * mb]
+    assert run.sizes(1 << 30, True, 64 * mb) == [256 * mb]
+    assert run.sizes(64 * mb, False, 256 * mb) == []
+
+
 def test_host_timing_is_the_median_batch_per_call_and_synchronises_outside_it(run):
     # fake clocks: each call costs 3 us of CPU time and 5 us of wall time, except
     # that one batch is slow (an outlier the median drops); sync costs nothing

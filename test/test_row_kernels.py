@@ -194,7 +194,7 @@ def test_rows_that_read_their_weight_through_the_noncoherent_cache(dtype, budget
     constants.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
     cap_row_grids(constants, 16)
     lengths = [16392, 20000, 24576, 32768]
-    check_rows("rms_norm", dtype, "cuda", lengths, rows=203, ptx="ld.global.nc.v4.b32")
+    check_rows("rms_norm", dtype, "cuda", lengths, rows=203, ptx="ld.global.nc.L2::cache_hint.v4.b32")  # (its loads L2 evict_last: L2_EVICT_LAST)
 
 
 @pytest.mark.gpu

@@ -179,6 +179,13 @@ def evict_last_kernels(module: ir.Module) -> set[str]:
     return names
 
 
+def _has_cache_hints(ptx: str) -> bool:
+    """Whether ``ptx`` may hold ``createpolicy`` and ``.L2::cache_hint``: PTX ISA 7.4 and sm_80 or later."""
+    version = re.search(r"^\.version (\d+)\.(\d+)", ptx, re.M)
+    target = re.search(r"^\.target sm_(\d+)", ptx, re.M)
+    return bool(version and target) and (int(version.group(1)), int(version.group(2))) >= (7, 4) and int(target.group(1)) >= 80
+
+
 def hint_loads(ptx: str, functions: set[str]) -> str:
     """``ptx`` with each global load of the named ``functions`` given the L2
     eviction priority ``evict_last`` (``.L2::cache_hint`` with a
@@ -188,7 +195,10 @@ def hint_loads(ptx: str, functions: set[str]) -> str:
     PTX). LLVM has no load with a cache hint, and inline asm would hide the
     loads from its optimisations: the PTX is the place for a qualifier that
     changes no value. Triton gives the loads of values it reads again the
-    same priority."""
+    same priority. PTX below ISA 7.4 or for a target before sm_80 has no
+    cache hints: it is left as it is (measured on the H200, sm_90, only)."""
+    if not functions or not _has_cache_hints(ptx):
+        return ptx
     out, name, body, hinted = [], None, None, False
     for line in ptx.split("\n"):
         if body is None:

@@ -52,6 +52,8 @@ def mixed_math():
 
 
 CASES = {"softmax_bf16": softmax_bf16, "mixed_math": mixed_math}
+#: A plain (coherent) vector load in PTX, with or without its L2 policy (gpu.hint_loads).
+VECTOR_LOAD = r"ld\.global(\.L2::cache_hint)?\.v4"
 
 
 def sums(dims):
@@ -62,6 +64,8 @@ def sums(dims):
 
 
 CASES = {"softmax_bf16": softmax_bf16, "mixed_math": mixed_math}
+#: A plain (coherent) vector load in PTX, with or without its L2 policy (gpu.hint_loads).
+VECTOR_LOAD = r"ld\.global(\.L2::cache_hint)?\.v4"
 
 
 def needs_libdevice():
@@ -791,7 +795,7 @@ def test_bfloat16_columns_widen_by_bit_operations_on_their_words(monkeypatch, wo
     with context, ir.Location.unknown():
         program = compile_gpu(module, arch="sm_90", load=False, layouts={"fusion_seg0": [(True, 16)] * 4})
     entries = re.split(r"(?=\.visible \.entry)", program.ptx)[1:]
-    vector_kernels = [e for e in entries if "ld.global.v4" in e and not re.search(r"ld\.global\.(nc\.)?[bu]16", e)]
+    vector_kernels = [e for e in entries if re.search(VECTOR_LOAD, e) and not re.search(r"ld\.global(\.nc)?(\.L2::cache_hint)?\.[bu]16", e)]
     assert vector_kernels
     for entry in vector_kernels:
         masks = len(re.findall(r"\band\.b32\s+%r\d+, %r\d+, -65536;", entry))
@@ -988,7 +992,7 @@ def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
     launch = chosen(32768)
     assert launch.block == [1024, 1, 1]
     kernel = kernel_ptx(program.ptx, launch.kernel)
-    loads = [m.start() for m in re.finditer(r"ld\.global\.v4", kernel)][:8]  # x's slots (then its weight's past SHARED_WEIGHT_BYTES)
+    loads = [m.start() for m in re.finditer(VECTOR_LOAD, kernel)][:8]  # x's slots (then its weight's past SHARED_WEIGHT_BYTES)
     assert len(loads) == 8
     assert ("bra" in kernel[loads[0] : loads[-1]]) != clamped
 
@@ -1041,8 +1045,8 @@ def test_one_weight_past_the_shared_budget_is_read_through_the_noncoherent_cache
     launch = chosen(32768)
     kernel, ptx = kernel_text(program.kernel_ir, launch.kernel), kernel_ptx(program.ptx, launch.kernel)
     assert launch.block[0] == 1024 and launch.grid[0][2] == (["const", gpu_schedule.MAX_GRID_X] if noncoherent else ["sms"])
-    assert len(re.findall(r"ld\.global\.nc\.v4\.b32", ptx)) == (8 if noncoherent else 0)
-    assert len(re.findall(r"ld\.global\.v4", ptx)) == (8 if noncoherent else 12)  # the row's (and the weight's slots past the kept ones)
+    assert len(re.findall(r"ld\.global\.nc(\.L2::cache_hint)?\.v4\.b32", ptx)) == (8 if noncoherent else 0)
+    assert len(re.findall(VECTOR_LOAD, ptx)) == (8 if noncoherent else 12)  # the row's (and the weight's slots past the kept ones)
     if noncoherent:
         assert not launch.shared_bytes and "nvvm.mbarrier.init" not in kernel and "cp.async.bulk" not in kernel
     else:
@@ -1089,7 +1093,7 @@ def test_cached_blocks_load_their_weights_with_the_row_where_they_fit(monkeypatc
             for cols, block, early, slots in rows:
                 launch = chosen(cols)
                 ptx = kernel_ptx(program.ptx, launch.kernel)
-                loads = len(re.findall(r"ld\.global[.\w]*\.v4\.", ptx[: ptx.index("bar.sync")]))
+                loads = len(re.findall(r"ld\.global[.\w:]*\.v4\.", ptx[: ptx.index("bar.sync")]))
                 what = (case, dtype, cols, on)
                 assert launch.block == [block, 1, 1], what
                 assert loads == slots * (1 + weights * (early and on)), what
@@ -1123,7 +1127,7 @@ def test_weights_past_the_shared_budget_keep_their_lanes_first_slots(monkeypatch
         launch = chosen(32768)
         kernel = kernel_ptx(program.ptx, launch.kernel)
         assert len(re.findall(r"ld\.shared\.v4", kernel)) == kept, budget
-        assert len(re.findall(r"ld\.global\.v4", kernel)) == 8 + 8 - kept, budget  # x's 8 slots and the weight's others
+        assert len(re.findall(VECTOR_LOAD, kernel)) == 8 + 8 - kept, budget  # x's 8 slots and the weight's others
         for cols in (100, 16392, 20000, 32768):  # (the formula alone for 100: the (512, 8) block takes such rows)
             padded = -(-cols // 16) * 16
             assert evaluate(launch.shared_bytes, [(3, cols)] * 3, []) == 4 * min(padded, 4096 * kept), (budget, cols)
@@ -1162,6 +1166,10 @@ def test_only_inputs_read_before_the_first_reduction_ride_in_the_row_buffers(mon
 
 
 PTX_OF_TWO_FUNCTIONS = """\
+.version 8.0
+.target sm_90
+.address_size 64
+
 .visible .entry streams(
 \t.param .u64 streams_param_0
 )
@@ -1200,6 +1208,8 @@ def test_marked_kernels_load_with_the_l2_evict_last_policy():
     assert "\tst.global.v4.b32 \t[%rd1], {%r1, %r2, %r3, %r4};" in streams and "\tld.shared.b32 \t%r10, [%r11];" in streams
     assert "cache_hint" not in reduces and "createpolicy" not in reduces
     assert gpu.hint_loads(PTX_OF_TWO_FUNCTIONS, set()) == PTX_OF_TWO_FUNCTIONS
+    for old in (PTX_OF_TWO_FUNCTIONS.replace(".version 8.0", ".version 7.0"), PTX_OF_TWO_FUNCTIONS.replace(".target sm_90", ".target sm_75")):
+        assert gpu.hint_loads(old, {"streams"}) == old  # no cache hints before PTX ISA 7.4 or sm_80
 
 
 @pytest.mark.parametrize("enabled", [True, False])

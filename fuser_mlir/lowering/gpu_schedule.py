@@ -110,6 +110,9 @@ sizes are made at launch: a scheme is compiled in each variant (warp or block
 per row, vector or scalar columns, row or flat pointwise) and each launch
 carries a ``when`` condition (the row length against the limits, the row
 length a multiple of the vector width), exactly one of which holds.
+Kernels that write as much as they read (every scheme but the reductions to
+fewer values: the inner, outer and serial reductions) load with the L2
+eviction priority ``evict_last`` (:data:`L2_EVICT_LAST`).
 
 The block-level schemes need the combining operation of each accumulator: the
 generic's body must yield ``combine(acc, f(inputs))`` where ``combine`` is an
@@ -399,9 +402,11 @@ FLAT_WHOLE_ROWS = True
 WRITE_ONLY_BLOCK = (128, 2)
 #: Kernels that write as much as they read (pointwise, broadcasts, row
 #: kernels: softmax, layer and RMS norms) load with the L2 eviction priority
-#: ``evict_last`` (:func:`fuser_mlir.lowering.gpu.hint_loads`): the L2 then
-#: gives up the lines they wrote before the lines they read, and each kernel
-#: ran as fast as torch.compile's or faster. The reductions to fewer values
+#: ``evict_last`` (:func:`fuser_mlir.lowering.gpu.hint_loads`), so the L2
+#: gives up the lines they wrote before the lines they read (why that is
+#: faster is not known: the written lines marked ``evict_first`` instead were
+#: not), and each kernel ran about as fast as torch.compile's or faster
+#: (Triton's loads of values it reads again carry the same priority). The reductions to fewer values
 #: (inner and outer sums) load as before: nothing of theirs streams out, and
 #: the outer sum bfloat16 lost with it. On the H200 (256 MB, one call after
 #: an L2 flush, off -> on, torch.compile in brackets; sweep 34): RMS norm

@@ -1303,7 +1303,7 @@ class _Kernel:
     into the kernel's prologue when they are pure arithmetic.
     """
 
-    def __init__(self, segment: "_SegmentScheduler", name: str, evict_last: bool = False):
+    def __init__(self, segment: "_SegmentScheduler", name: str, evict_last: bool):
         self.segment = segment
         self.name = name
         self.evict_last = evict_last  # its loads L2 evict_last (see L2_EVICT_LAST)

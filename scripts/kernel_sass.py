@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
 from gpu_profile_case import launched  # noqa: E402
 from fuser_mlir.compiler import compile_fusion  # noqa: E402
-from scheduler_settings import applied  # noqa: E402
+from scheduler_settings import applied, case_arguments  # noqa: E402
 
 H200_SMS = 132
 #: What the default listing keeps: global and shared loads and stores, bulk
@@ -150,19 +150,8 @@ def main(spec: str, megabytes: int = 256, setting: str = "", everything: bool = 
 
 def parse_args(argv: list[str]) -> tuple[str, int, str, bool]:
     """(CASE:DTYPE:HIDDEN, MB, --setting's code, --all) from the command line."""
-    args, setting, everything = list(argv), "", False
-    if "--all" in args:
-        args.remove("--all")
-        everything = True
-    if "--setting" in args:
-        at = args.index("--setting")
-        if at + 1 >= len(args):
-            raise SystemExit("--setting needs the code to run, e.g. --setting 'SHARED_WEIGHT_BYTES = 0'")
-        setting = args.pop(at + 1)
-        args.pop(at)
-    if not 1 <= len(args) <= 2 or any(a.startswith("--") for a in args) or (len(args) == 2 and not args[1].isdigit()):
-        raise SystemExit(__doc__)
-    return args[0], int(args[1]) if len(args) == 2 else 256, setting, everything
+    args = [a for a in argv if a != "--all"]
+    return (*case_arguments(args, __doc__), len(args) < len(argv))
 
 
 if __name__ == "__main__":

@@ -48,3 +48,19 @@ def applied(setting: str):
         yield
     finally:
         restore(saved)
+
+
+def case_arguments(argv: list[str], usage: str) -> tuple[str, int, str]:
+    """(CASE:DTYPE:HIDDEN, MB (default 256), ``--setting``'s code) from a
+    script's remaining arguments (its flags taken out already); SystemExit
+    with ``usage`` on anything else."""
+    args, setting = list(argv), ""
+    if "--setting" in args:
+        at = args.index("--setting")
+        if at + 1 >= len(args):
+            raise SystemExit("--setting needs the code to run, e.g. --setting 'SHARED_WEIGHT_BYTES = 0'")
+        setting = args.pop(at + 1)
+        args.pop(at)
+    if not 1 <= len(args) <= 2 or any(a.startswith("--") for a in args) or (len(args) == 2 and not args[1].isdigit()):
+        raise SystemExit(usage)
+    return args[0], int(args[1]) if len(args) == 2 else 256, setting

@@ -3,7 +3,8 @@ of fuser_mlir.lowering.gpu_schedule (``"SHARED_WEIGHT_BYTES = 0"``; a
 property of ``_RowGroup`` may be replaced too; ``"import
 fuser_mlir.lowering.gpu as g; g.CONTRACT_FMA = False"`` sets one of the
 kernel lowering), and undone afterwards. Used by gpu_schedule_sweep.py (a
-setting per sweep row) and kernel_sass.py (``--setting``, one compile).
+setting per sweep row), kernel_sass.py and gpu_block_times.py
+(``--setting``, one compile; :func:`case_arguments` reads their command lines).
 """
 
 import contextlib

@@ -63,10 +63,11 @@ def instrument(ptx: str) -> tuple[str, dict[str, str]]:
     ``%ctaid.x`` writes ``%globaltimer`` at byte 0 and ``%smid`` at byte 16
     of its record; before each ``ret``, ``%globaltimer`` at byte 8 and 1 at
     byte 20."""
-    kernels = [m.group(1) for m in map(_ENTRY.match, ptx.split("\n")) if m]
+    lines = ptx.split("\n")
+    kernels = [m.group(1) for m in map(_ENTRY.match, lines) if m]
     tables = {kernel: f"{TABLE}_{n}" for n, kernel in enumerate(kernels)}
     out, state, label, table = [], None, 0, None
-    for line in ptx.split("\n"):
+    for line in lines:
         if line.startswith(".address_size"):
             out += [line, *(f".global .align 8 .b8 {t}[{PROBE_BLOCKS * RECORD_BYTES}];" for t in tables.values())]
             continue
@@ -101,12 +102,13 @@ def summary(start: np.ndarray, end: np.ndarray, sm: np.ndarray, blocks: np.ndarr
     t0 = start.min()
     st, en = (start - t0) / 1e3, (end - t0) / 1e3
     dur = en - st
+    sms = len(set(sm.tolist()))
     lines = [
-        f"  {len(blocks)} blocks on {len(set(sm.tolist()))} SMs, span {en.max():.1f} us; starts within {st.max():.2f} us; "
+        f"  {len(blocks)} blocks on {sms} SMs, span {en.max():.1f} us; starts within {st.max():.2f} us; "
         f"ends {en.min():.1f} / {np.median(en):.1f} / {en.max():.1f} (min / median / max); durations {dur.min():.1f} / {np.median(dur):.1f} / {dur.max():.1f}"
     ]
     grid = int(blocks.max()) + 1
-    if rows is not None and grid < rows and len(set(sm.tolist())) == len(blocks):  # one block an SM: a persistent grid
+    if rows is not None and grid < rows and sms == len(blocks):  # one block an SM: a persistent grid
         owned = (rows - blocks + grid - 1) // grid
         for count in sorted(set(owned.tolist())):
             mine = owned == count
@@ -153,8 +155,8 @@ def main(spec: str, megabytes: int = 256, setting: str = "") -> None:
     drv = cuda.driver()
     found = {}  # kernel -> (device pointer, bytes) of its table
     for module in list(cuda._modules.values()):
-        for kernel, table in tables.items():
-            code, pointer, size = drv.cuModuleGetGlobal(module, table.encode())
+        for kernel, symbol in tables.items():
+            code, pointer, size = drv.cuModuleGetGlobal(module, symbol.encode())
             if int(code) == 0:
                 found[kernel] = (pointer, size)
     flush = torch.empty(bench.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
@@ -169,9 +171,9 @@ def main(spec: str, megabytes: int = 256, setting: str = "") -> None:
         fd.execute(inputs, outputs=outs)
         torch.cuda.synchronize()
         for kernel, (pointer, size) in found.items():
-            table = np.zeros(size, dtype=np.uint8)
-            cuda.check(drv.cuMemcpyDtoH(table.ctypes.data, pointer, size), "cuMemcpyDtoH")
-            start, end, sm, blocks = records(table.tobytes())
+            held = np.zeros(size, dtype=np.uint8)
+            cuda.check(drv.cuMemcpyDtoH(held.ctypes.data, pointer, size), "cuMemcpyDtoH")
+            start, end, sm, blocks = records(held.tobytes())
             if len(blocks):  # the kernels of the other variants did not run
                 print(f"call {call + 1}, {kernel}:")
                 print("\n".join(summary(start, end, sm, blocks, rows)))

@@ -167,19 +167,24 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, constants):
 @pytest.mark.parametrize("dtype, budget", [("float32", 16 * 1024), ("bfloat16", 32 * 1024)])
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
 def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):
-    """Weights kept alone in shared memory past SHARED_WEIGHT_BYTES (cut
-    here to one slot a lane of a float32 weight, 16 KB; a bfloat16 layer
-    norm keeps one of each of its two, an RMS norm two of its one): each
-    lane reads its first slots of a weight there and the others from
-    memory, at row lengths of the 1024-thread blocks from just past the
-    kept columns, 16 blocks for 203 rows (the kept part copied once per
-    block, read by each of its rows). The RMS norm's weight is kept in part
-    rather than read through the non-coherent cache (NONCOHERENT_WEIGHTS
-    off; see the next test)."""
+    """Weights kept alone in shared memory past SHARED_WEIGHT_BYTES (one
+    weight) or SPLIT_WEIGHTS_BYTES (several), both cut here to 16 KB a
+    weight of a float32 row and 32 KB of a bfloat16 one: an RMS norm keeps
+    one slot a lane of its float32 weight and two of its bfloat16 one, a
+    layer norm as many of each of its two weights. Each lane reads its first
+    slots of a weight there and the others from memory, at row lengths of
+    the 1024-thread blocks from just past the kept columns (bfloat16 rows
+    of 16K-32K columns are kept packed on (512, 8) with no shared memory:
+    PACKED_ROWS; from 50000 they take (1024, 8)), 16 blocks for 203 rows
+    (the kept part copied once per block, read by each of its rows). The
+    RMS norm's weight is kept in part rather than read through the
+    non-coherent cache (NONCOHERENT_WEIGHTS off; see the next test)."""
     constants.setattr(gpu_schedule, "SHARED_WEIGHT_BYTES", budget)
+    constants.setattr(gpu_schedule, "SPLIT_WEIGHTS_BYTES", 2 * budget)
     constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
     constants.setattr(gpu_schedule, "NONCOHERENT_WEIGHTS", False)
-    check_rows(case, dtype, "cuda", [16392, 20000, 32768], rows=203)
+    lengths = [16392, 20000, 32768] + ([50000, 65536] if dtype == "bfloat16" else [])
+    check_rows(case, dtype, "cuda", lengths, rows=203)
 
 
 @pytest.mark.gpu

@@ -631,6 +631,23 @@ SHARED_WEIGHTS_ALONE = True
 #: :data:`NONCOHERENT_WEIGHTS`, an RMS norm's weight that does not fit whole
 #: is not kept at all.
 SHARED_WEIGHT_BYTES = 64 * 1024
+#: Most bytes of dynamic shared memory a block keeps its weights alone in
+#: (:data:`SHARED_WEIGHTS_ALONE`) where it has several (a layer norm's
+#: two): past it, as past :data:`SHARED_WEIGHT_BYTES` for one weight, every
+#: weight keeps the columns of its lanes' first slots that fit, the same
+#: number for each. The store pass of a row waits for one L2 round trip a
+#: slot whose weights are read from memory, one slot after the other (a
+#: weight's loads cannot pass the stores before them; the non-coherent
+#: cache, :data:`NONCOHERENT_WEIGHTS`, lost for two weights), so keeping
+#: the same bytes spread over both weights leaves fewer slots waiting. On
+#: the H200 (256 MB, one call after an L2 flush), layer norm float32 on
+#: (1024, 8), the first weight's first 4 slots a lane kept (64 KB; the
+#: second weight from memory) -> both weights' first 2 / 3 / 4 slots (64 /
+#: 96 / 128 KB): rows of 32768 columns 150.5 -> 151.7 / 149.3 / 145.9 us
+#: (torch.compile 146.4), 24576 147.9 -> 147.9 / 145.1 / 141.6 (143.2)
+#: (bench/results/h200-sweeps.txt, sweep 36e). An RMS norm's one weight
+#: keeps :data:`SHARED_WEIGHT_BYTES`: 128 KB of it lost (sweep 13).
+SPLIT_WEIGHTS_BYTES = 128 * 1024
 #: A 1024-thread cached block whose weights do not fit whole in
 #: :data:`SHARED_WEIGHT_BYTES`, and whose weights have no more bytes a column
 #: than its rows (an RMS norm's one weight: not a layer norm's two), keeps
@@ -2992,11 +3009,12 @@ class _SegmentScheduler:
                     buffered = 0  # one buffer alone: see BUFFER_DEPTH
                 if weight_sizes and not BUFFER_WITH_WEIGHTS:
                     buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
-                if not buffered and SHARED_WEIGHTS_ALONE:  # as many of the weights as fit, alone
-                    shared_weights = next((n for n in range(len(weight_sizes), 0, -1) if sum(weight_sizes[:n]) <= room), 0)
-                    per_slot = threads * lanes * sum(weight_sizes[:shared_weights])  # bytes of a slot of every lane, each kept weight
-                    if per_slot * (columns // lanes) > SHARED_WEIGHT_BYTES:  # each keeps its lanes' first slots that fit (of the block's, halved or not)
-                        weight_slots = SHARED_WEIGHT_BYTES // per_slot
+                if not buffered and SHARED_WEIGHTS_ALONE:  # every weight, alone (SPLIT_WEIGHTS_BYTES)
+                    shared_weights = len(weight_sizes)
+                    budget = min(SHARED_WEIGHT_BYTES if shared_weights == 1 else SPLIT_WEIGHTS_BYTES, SHARED_ROW_BYTES // _blocks_per_sm(threads))
+                    per_slot = threads * lanes * weight_bytes  # bytes of a slot of every lane, each weight
+                    if per_slot * (columns // lanes) > budget:  # each keeps its lanes' first slots that fit (of the block's, halved or not)
+                        weight_slots = budget // per_slot
                         if not weight_slots:
                             shared_weights = 0
                     if shared_weights and weight_slots and NONCOHERENT_WEIGHTS and weight_bytes <= row_bytes:

@@ -930,8 +930,8 @@ def test_rows_with_weights_get_no_row_buffers(monkeypatch):
     rows have weights keeps the weights alone in shared memory, one bulk copy
     each before its row loop on one mbarrier, persistent, and loads its rows
     from memory: bfloat16 layer and RMS norms of 32K columns (the RMS norm's
-    weight whole, 64 KB; the layer norm's two, 128 KB, past
-    SHARED_WEIGHT_BYTES: each its first 16K columns). Both take the
+    weight whole, 64 KB; the layer norm's two whole too, 128 KB, within
+    SPLIT_WEIGHTS_BYTES). Both take the
     (1024, 4) block with PACKED_ROWS off (on, a 512-thread block that keeps
     its row packed: test_bfloat16_norms_keep_their_rows_packed_across_their_reductions).
     A softmax's rows (no weights) still arrive in 3 row buffers."""
@@ -942,7 +942,7 @@ def test_rows_with_weights_get_no_row_buffers(monkeypatch):
         launch = chosen(32768)
         kernel = kernel_text(text, launch.kernel)
         assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]], case
-        assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 64 * 1024, case
+        assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == weights * 64 * 1024, case
         assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == weights, case
     text, chosen = bench_rows("softmax", "bfloat16")
     assert kernel_text(text, chosen(32768).kernel).count("nvvm.mbarrier.init") == 3
@@ -950,11 +950,11 @@ def test_rows_with_weights_get_no_row_buffers(monkeypatch):
 
 def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memory(monkeypatch):
     """A float32 layer norm of 32K columns on (1024, 8) (its rows in
-    registers; no row buffer fits next to its two weights, 256 KB) keeps its
-    first weight in shared memory (its first 16K columns, 64 KB: see
-    SHARED_WEIGHT_BYTES), copied once per block before the row loop on one
-    mbarrier, on a grid of a block an SM (each block takes many rows), and
-    reads the second from memory. Its lanes' columns come from an opaque
+    registers; no row buffer fits next to its two weights, 256 KB) keeps
+    both weights in part in shared memory (each its first 16K columns, 128
+    KB in all: see SPLIT_WEIGHTS_BYTES), copied once per block before the
+    row loop on one mbarrier, on a grid of a block an SM (each block takes
+    many rows), and reads their other columns from memory. Its lanes' columns come from an opaque
     move of the thread index inside the row loop, as in every cached block
     (OPAQUE_LANE), and ptxas spills at most 24 bytes (72 without the move;
     160 before NARROW_COLUMNS). Its weights have more bytes a column than its
@@ -965,8 +965,8 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
     launch = chosen(32768)
     kernel = kernel_text(text, launch.kernel)
     assert launch.block[0] == 1024 and launch.grid[0] == ["min", ["ceildiv", ["argdim", 0, 0], ["const", 1]], ["sms"]]
-    assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 16384 * 4
-    assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 1
+    assert evaluate(launch.shared_bytes, [(3, 32768)] * 4, []) == 16384 * 4 * 2
+    assert kernel.count("nvvm.mbarrier.init") == 1 and kernel.count("nvvm.cp.async.bulk.shared.cluster.global") == 2
     assert kernel.count("nvvm.mbarrier.try_wait.parity") == 1 and kernel.count("llvm.inline_asm has_side_effects") == 1
     assert not chosen(16384).shared_bytes and chosen(16384).block[0] == 512  # (512, 8): no shared memory
     assert "ld.global.nc" not in kernel

@@ -157,7 +157,7 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, constants):
     in rounds that alternate from one reduction to the next, across rows
     too (an RMS norm has one reduction a row: its round is the row's
     parity). A float32
-    layer norm of 32K columns (1024, 8) keeps its first weight in shared
+    layer norm of 32K columns (1024, 8) keeps both weights in part in shared
     memory, copied once per block and waited for by each of its rows."""
     cap_row_grids(constants, 16)
     check_rows(case, dtype, "cuda", [2048, 4096, 8192, 16384, 32768], rows=203)

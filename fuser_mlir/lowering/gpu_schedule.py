@@ -605,10 +605,11 @@ BUFFER_DEPTH = 3
 #: its 3 buffers: 0.88 / 0.90 against 0.67 / 0.72 without (sweep 12).
 BUFFER_WITH_WEIGHTS = False
 #: A 1024-thread cached block variant with no row buffer (not even one
-#: fits next to its weights) keeps as many of its weights (in order) as fit in
-#: shared memory, copied once per block, and its grid is persistent so that
-#: each block copies them once for many rows (up to :data:`SHARED_WEIGHT_BYTES`).
-#: A layer norm float32 of 32K columns on (1024, 8) kept its first weight
+#: fits next to its weights) keeps its weights in shared memory, copied once
+#: per block, and its grid is persistent so that each block copies them once
+#: for many rows (whole or in part: :data:`SHARED_WEIGHT_BYTES`,
+#: :data:`SPLIT_WEIGHTS_BYTES`). When it kept only the first weights that fit
+#: whole, a layer norm float32 of 32K columns on (1024, 8) kept its first weight
 #: (128 KB) and read the second from memory: 0.84 / 0.88 of copy at 256 MB /
 #: 1 GB, against 0.73 / 0.75 with both weights from memory on a grid of a
 #: block a row (the staged variant ran at 0.72 / 0.75;
@@ -791,7 +792,7 @@ class _RowGroup:
     arrive in (:data:`BUFFER_NEXT_ROW`), ``shared_weights``: how many of
     its weights (in order) it keeps in shared memory, ``weight_slots``: of
     each of them, the slots of each lane kept there where not all
-    (:data:`SHARED_WEIGHT_BYTES`); ``narrow_rows``: the row operands'
+    (:data:`SHARED_WEIGHT_BYTES`, :data:`SPLIT_WEIGHTS_BYTES`); ``narrow_rows``: the row operands'
     vector indices too are split (:data:`NARROW_COLUMNS`); ``packed_rows``:
     a cached block's 16-bit row is kept as loaded across its reductions
     (:data:`PACKED_ROWS`); ``early_weights``: a cached block loads its
@@ -806,8 +807,8 @@ class _RowGroup:
     staged: bool = False
     max_registers: int = 0  # a thread's registers (.maxnreg; 0: as ptxas likes)
     buffered: int = 0  # row buffers its rows arrive in, rows ahead (:data:`BUFFER_NEXT_ROW`; 0: none)
-    shared_weights: int = 0  # ... and its first weights, once (or alone: :data:`SHARED_WEIGHTS_ALONE`)
-    weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`)
+    shared_weights: int = 0  # ... and its first weights, once (or alone, all of them: :data:`SHARED_WEIGHTS_ALONE`)
+    weight_slots: int = 0  # slots of each lane kept of each of those weights (0: all; :data:`SHARED_WEIGHT_BYTES`, :data:`SPLIT_WEIGHTS_BYTES`)
     narrow_rows: bool = False  # row operands' vector indices split too (:data:`NARROW_COLUMNS`)
     edge_slot: bool = False  # a flat walk's slot past ``columns``, for rows within a vector of them (:data:`FLAT_EDGE_SLOTS`)
     noncoherent: bool = False  # weights read through the non-coherent cache (:data:`NONCOHERENT_WEIGHTS`)

@@ -23,7 +23,8 @@ Method, per case, dtype and size:
    PyTorch in float64: ``|out - ref| <= tol * (|ref| + rms(ref))`` with tol
    2e-4 (float32) or 2e-2 (bfloat16). Inputs must be unchanged and the outputs
    written in place. A mismatch is reported and the run exits non-zero.
-2. Timing: after warm-up, each call runs between two CUDA events on the
+2. Timing: after warm-up (--warmup calls, and more until --warmup-ms have
+   passed: a row after a larger one settles), each call runs between two CUDA events on the
    current stream, after the L2 cache is flushed (a 256 MB write) and the
    device synchronised; the median of --repeat calls is kept. The events time
    the device's work alone: a spin kernel holds the stream until the host has
@@ -267,9 +268,28 @@ def check_correct(fd, case: Case, inputs, dtype_name: str) -> float:
 
 
 HOLD_CYCLES = 1 << 18  # the first hold: about 130 us of GPU clock, doubled whenever the host needs longer
+#: Least time a measurement's untimed calls take (--warmup-ms). With 5 calls
+#: alone, a row measured right after a larger one of the same fusion could
+#: stay slow through its 50 timed calls: the scale and bias bfloat16 of 8K
+#: columns at 256 MB after the 1 GB rows of 1K, 141.4 us against 128.3 (its
+#: copy too, once; sweeps 34f and 37d). After 300 untimed calls (about 40
+#: ms of it) it took 128.7, as it does in a process of its own; this default
+#: is twice that, and was not itself run on the GPU yet.
+WARMUP_MS = 100.0
 
 
-def median_ms(fn, repeat: int, warmup: int, flush, hold: bool = True) -> float:
+def warm_up(fn, calls: int, seconds: float, sync, clock=time.perf_counter) -> int:
+    """Untimed calls of ``fn``, each followed by ``sync``: at least ``calls``
+    and, past them, more until ``seconds`` have passed on ``clock``. Returns how many ran."""
+    done, start = 0, clock()
+    while done < calls or clock() - start < seconds:
+        fn()
+        sync()
+        done += 1
+    return done
+
+
+def median_ms(fn, repeat: int, warmup: int, flush, hold: bool = True, warmup_ms: float = WARMUP_MS) -> float:
     """Median device time of ``fn`` between CUDA events, each call after an L2
     flush and a synchronisation.
 
@@ -279,12 +299,12 @@ def median_ms(fn, repeat: int, warmup: int, flush, hold: bool = True) -> float:
     (``host_us_per_call``). A call whose enqueueing outlasted the hold is timed
     again with a hold twice as long, so host time never enters the window.
     Without ``hold`` (``--host-in-events``), the device idles while the host
-    launches, and that latency is inside the events."""
+    launches, and that latency is inside the events. First, untimed calls:
+    ``warmup`` of them and as many more as ``warmup_ms`` takes (:func:`warm_up`)."""
     import torch
 
     global HOLD_CYCLES
-    for _ in range(warmup):
-        fn()
+    warm_up(fn, warmup, warmup_ms / 1e3, torch.cuda.synchronize)
     held, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     times = []
     while len(times) < repeat:
@@ -336,7 +356,7 @@ def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush, hidden: i
         "eager": lambda: case.torch_fn(*inputs),
         "compile": lambda: compiled(*inputs),
     }
-    ms = {name: median_ms(fn, args.repeat, args.warmup, flush, hold=not args.host_in_events) for name, fn in timings.items()}
+    ms = {name: median_ms(fn, args.repeat, args.warmup, flush, hold=not args.host_in_events, warmup_ms=args.warmup_ms) for name, fn in timings.items()}
     row["model_bytes"] = model_bytes
     row["ms"] = ms
     row["GBps"] = {name: model_bytes / (t * 1e-3) / 1e9 for name, t in ms.items()}
@@ -450,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated subset of: %(default)s")
     parser.add_argument("--hidden", default=NORM_HIDDEN, help="row lengths of softmax, layer_norm and rms_norm, comma-separated (default %(default)s)")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 50, 10 with --quick)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5) ...")
+    parser.add_argument("--warmup-ms", type=float, default=WARMUP_MS, help="... and more until they took this many milliseconds (default %(default)s)")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
     parser.add_argument("--no-l2-flush", action="store_true", help="keep the L2 cache warm between timed calls")
     parser.add_argument("--host-in-events", action="store_true", help="no hold: the host's launch latency is inside the timed window")
@@ -511,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         "argv": sys.argv[1:] if argv is None else argv,
         "repeat": args.repeat,
         "warmup": args.warmup,
+        "warmup_ms": args.warmup_ms,
         "host_calls": args.host_calls,
         "host_batches": args.host_batches,
         "l2_flush": flush is not None,

@@ -65,6 +65,25 @@ def test_host_timing_is_the_median_batch_per_call_and_synchronises_outside_it(ru
         run.host_us_per_call(call, 0, 3)
 
 
+def test_warm_up_runs_its_calls_then_more_until_its_time_has_passed(run):
+    # a fake clock: each call costs 2 ms; sync follows every call
+    clock = {"t": 0.0}
+    events = []
+
+    def call():
+        clock["t"] += 0.002
+        events.append("call")
+
+    def sync():
+        events.append("sync")
+
+    assert run.warm_up(call, 3, 0.0, sync, clock=lambda: clock["t"]) == 3  # no time asked: the calls alone
+    assert events == ["call", "sync"] * 3
+    assert run.warm_up(call, 3, 0.0099, sync, clock=lambda: clock["t"]) == 5  # 10 ms of 2 ms calls
+    assert run.warm_up(call, 8, 0.004, sync, clock=lambda: clock["t"]) == 8  # the calls outlast the time
+    assert run.warm_up(call, 0, 0.0, sync, clock=lambda: clock["t"]) == 0
+
+
 def test_host_timing_measures_real_calls(run):
     calls = []
     result = run.host_us_per_call(lambda: calls.append(1), 10, 3)

@@ -26,7 +26,11 @@ Method, per case, dtype and size:
 2. Timing: after warm-up (--warmup calls, and more until --warmup-ms have
    passed: a row after a larger one settles), each call runs between two CUDA events on the
    current stream, after the L2 cache is flushed (a 256 MB write) and the
-   device synchronised; the median of --repeat calls is kept. The events time
+   device synchronised; the median of --repeat calls is kept (with
+   --rounds R, ours, copy, eager and compile are measured R times in turn,
+   and each keeps the median of its R medians; the table's ``range`` column
+   and the JSON's ``vs_compile_range`` say how far x compile moved between
+   the rounds, ``rounds_ms`` has every round's times). The events time
    the device's work alone: a spin kernel holds the stream until the host has
    enqueued the start event, the call and the end event (a call the host took
    longer to enqueue is timed again under a longer hold), as NVBench's
@@ -356,9 +360,16 @@ def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush, hidden: i
         "eager": lambda: case.torch_fn(*inputs),
         "compile": lambda: compiled(*inputs),
     }
-    ms = {name: median_ms(fn, args.repeat, args.warmup, flush, hold=not args.host_in_events, warmup_ms=args.warmup_ms) for name, fn in timings.items()}
+    rounds = [
+        {name: median_ms(fn, args.repeat, args.warmup, flush, hold=not args.host_in_events, warmup_ms=args.warmup_ms) for name, fn in timings.items()}
+        for _ in range(args.rounds)
+    ]
+    ms = {name: statistics.median(r[name] for r in rounds) for name in timings}
     row["model_bytes"] = model_bytes
     row["ms"] = ms
+    if args.rounds > 1:
+        row["rounds_ms"] = {name: [r[name] for r in rounds] for name in timings}
+        row["vs_compile_range"] = speedup_range(rounds, "compile")
     row["GBps"] = {name: model_bytes / (t * 1e-3) / 1e9 for name, t in ms.items()}
     row["GBps"]["copy"] = 2 * src.nbytes / (ms["copy"] * 1e-3) / 1e9
     row["of_copy"] = row["GBps"]["ours"] / row["GBps"]["copy"]
@@ -367,6 +378,14 @@ def measure(case: Case, fd, dtype_name: str, nbytes: int, args, flush, hidden: i
     host = host_us_per_call(timings["ours"], args.host_calls, args.host_batches, sync=torch.cuda.synchronize)
     row["host_us"], row["host_wall_us"] = host["cpu_us"], host["wall_us"]
     return row
+
+
+def speedup_range(rounds: list[dict], reference: str) -> list[float]:
+    """[least, most] of ``reference``'s time over ours among the rounds
+    (each round's times measured side by side): how far a speed-up moved
+    from round to round, so a ratio near 1 reads as a tie or not."""
+    ratios = [r[reference] / r["ours"] for r in rounds]
+    return [min(ratios), max(ratios)]
 
 
 def host_us_per_call(fn, calls: int, batches: int, *, sync=None, cpu_clock=time.thread_time_ns, wall_clock=time.perf_counter_ns) -> dict:
@@ -448,16 +467,29 @@ def case_label(row: dict) -> str:
     return row["case"] if hidden == HIDDEN else f"{row['case']}, rows of {hidden}"
 
 
+def _range(row: dict) -> str:
+    """A row's x compile range over its rounds (``0.990-1.010``); rows of one round have none."""
+    low_high = row.get("vs_compile_range")
+    return f"{low_high[0]:.3f}-{low_high[1]:.3f}" if low_high else "-"
+
+
 def print_table(rows: list[dict]) -> None:
-    header = f"{'case':<28} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10} {'host us':>8} {'max err':>9}"
+    """The rows as a table; with a ``range`` column (:func:`speedup_range`) where any row was measured in rounds."""
+    ranged = any(r.get("vs_compile_range") for r in rows)
+    header = (
+        f"{'case':<28} {'dtype':<9} {'size':>7} {'ours us':>9} {'ours GB/s':>10} {'copy GB/s':>10} {'eager GB/s':>11} {'compile GB/s':>13} {'/copy':>6} {'x eager':>8} {'x compile':>10}"
+        + (f" {'range':>11}" if ranged else "")
+        + f" {'host us':>8} {'max err':>9}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
         g = r["GBps"]
         print(
             f"{case_label(r):<28} {r['dtype']:<9} {format_size(r['size_bytes']):>7} {r['ms']['ours'] * 1e3:9.1f} {g['ours']:10.0f} {g['copy']:10.0f} "
-            f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f} "
-            f"{_host(r):>8} {r['max_abs_error']:9.2g}"
+            f"{g['eager']:11.0f} {g['compile']:13.0f} {r['of_copy']:6.2f} {r['vs_eager']:8.2f} {r['vs_compile']:10.2f}"
+            + (f" {_range(r):>11}" if ranged else "")
+            + f" {_host(r):>8} {r['max_abs_error']:9.2g}"
         )
 
 
@@ -472,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 50, 10 with --quick)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5) ...")
     parser.add_argument("--warmup-ms", type=float, default=WARMUP_MS, help="... and more until they took this many milliseconds (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=1, help="measure ours, copy, eager and compile this many times in turn, keeping each one's median (default 1); more than 1 also records the x compile range")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode (default: torch's default)")
     parser.add_argument("--no-l2-flush", action="store_true", help="keep the L2 cache warm between timed calls")
     parser.add_argument("--host-in-events", action="store_true", help="no hold: the host's launch latency is inside the timed window")
@@ -481,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default=None, help="git commit to record (default: git rev-parse HEAD, 'unknown' without git)")
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (10 if args.quick else 50)
+    if args.rounds < 1:
+        parser.error(f"--rounds takes a count of 1 or more, got {args.rounds}")
     by_name = {c.name: c for c in CASES}
     unknown = [n for n in args.cases.split(",") if n not in by_name] + [d for d in args.dtypes.split(",") if d not in TOLERANCE]
     if unknown:
@@ -533,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "warmup": args.warmup,
         "warmup_ms": args.warmup_ms,
+        "rounds": args.rounds,
         "host_calls": args.host_calls,
         "host_batches": args.host_batches,
         "l2_flush": flush is not None,

@@ -111,6 +111,22 @@ def test_table_shows_host_us_and_a_dash_for_rows_without_it(run, capsys):
     assert lines[3].split()[-2] == "-"
 
 
+def test_rounds_give_the_x_compile_range_and_the_table_shows_it_only_where_measured(run, capsys):
+    rounds = [{"ours": 0.100, "compile": 0.099}, {"ours": 0.098, "compile": 0.100}, {"ours": 0.100, "compile": 0.1005}]
+    low, high = run.speedup_range(rounds, "compile")
+    assert low == pytest.approx(0.99) and high == pytest.approx(0.100 / 0.098)
+    run.print_table([{**row(host=6.5), "vs_compile_range": [low, high]}, row(size=16 << 20)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-5:] == ["range", "host", "us", "max", "err"]
+    assert "0.990-1.020" in lines[2].split() and lines[2].split()[-2] == "6.5"
+    assert lines[3].split()[-3] == "-"  # a row of one round: no range
+    run.print_table([row(host=6.5)])
+    assert "range" not in capsys.readouterr().out.splitlines()[0].split()  # no rounds anywhere: no column
+    with pytest.raises(SystemExit):
+        run.main(["--rounds", "0"])
+    assert "--rounds takes a count of 1 or more" in capsys.readouterr().err
+
+
 def test_long_row_cases_take_each_hidden_row_length_and_tables_and_plots_tell_them_apart(run, capsys):
     softmax = {c.name: c for c in run.CASES}["softmax"]
     assert softmax.long_rows and softmax.shapes(1 << 20, 32768) == [(32, 32768)]

@@ -278,7 +278,8 @@ HOLD_CYCLES = 1 << 18  # the first hold: about 130 us of GPU clock, doubled when
 #: columns at 256 MB after the 1 GB rows of 1K, 141.4 us against 128.3 (its
 #: copy too, once; sweeps 34f and 37d). After 300 untimed calls (about 40
 #: ms of it) it took 128.7, as it does in a process of its own; this default
-#: is twice that, and was not itself run on the GPU yet.
+#: is twice that. With it, every row of the bench in one process measured as
+#: it does alone (that row 128.4-128.5 us; bench/results/h200-rounds.*, sweep 38c).
 WARMUP_MS = 100.0
 
 

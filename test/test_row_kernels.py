@@ -164,6 +164,30 @@ def test_blocks_that_take_many_rows_in_turn(case, dtype, constants):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [None, 3], ids=["a-row-a-warp", "capped-grid"])
+@pytest.mark.parametrize("products", [False, True], ids=["sum", "sum-of-products"])
+def test_streamed_bfloat16_row_sums_in_blocks_of_two_warps(products, blocks, constants):
+    """bfloat16 row sums (the bench's inner sum, and a sum of products):
+    rows that one generic reads, whose cached warp variants run in blocks of
+    two warps (STREAMED_WARP_THREADS), at row lengths around the warps' and
+    the blocks' limits, 7 rows (the last block's second warp has none), and
+    with the grid capped at 3 blocks, each taking rows in turn."""
+    if blocks is not None:
+        cap_row_grids(constants, blocks)
+    with FusionDefinition(name="row_sum_bf16") as fd:
+        t = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        if products:
+            t = t * fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        fd.add_output(fd.ops.cast(fd.ops.sum(t, dims=[1]), dtype=DataType.BFloat16))
+    fec = FusionExecutorCache(fd)
+    for cols in (8, 1000, 1024, 1032, 2048, 2056, 4096):
+        inputs = [RNG.standard_normal((7, cols)).astype(BF16) for _ in range(1 + products)]
+        wide = [a.astype(np.float64) for a in inputs]
+        expected = (wide[0] * wide[1] if products else wide[0]).sum(axis=1)
+        run_checked(fec, inputs, expected, BF16, "cuda", (1e-2, 1e-2), np.sqrt(cols), f"{cols} columns")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype, budget", [("float32", 16 * 1024), ("bfloat16", 32 * 1024)])
 @pytest.mark.parametrize("case", ["layer_norm", "rms_norm"])
 def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):

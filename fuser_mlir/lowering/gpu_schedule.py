@@ -254,6 +254,20 @@ WARP_CACHED = (4, 8)
 #: 1.01, softmax float32 0.99 -> 1.00, layer norm float32 1.00 -> 1.00, RMS
 #: norm float32 0.99 -> 0.99.
 WARP_BLOCK_THREADS = WARP
+#: Threads of a block of the cached warp variants where the row is
+#: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *
+#: y)``), so a lane holds only its slots' loads in flight (32-40 registers).
+#: An SM holds at most 32 blocks: in blocks of one warp such a kernel ran on
+#: 32 warps an SM where its registers allow 64 (a bfloat16 row of 1024
+#: columns is 2 KB, a warp's one chunk, then the block ends). On the H200
+#: (sweep 39a; 256 MB, one call after an L2 flush, us; 32 -> 64 threads):
+#: inner sum bfloat16 of 1024 columns 87.6 -> 71.0 (torch.compile 83.1), at
+#: 1 GB 325.2 -> 246.6 (319.9); of 2048 75.3 -> 73.4 (80.9); float32 of
+#: 1024 and 512 the same (71.1, 71.0). 128 and 256 threads: within 0.01 of
+#: 64 but bfloat16 2048 (74.2, 76.4). Not for the rows a warp keeps (the
+#: norms' 32-80 registers: an RMS norm bfloat16 of 2K columns ran at 0.83
+#: of copy in blocks of two warps against 0.86 in blocks of one, sweep 24a).
+STREAMED_WARP_THREADS = 2 * WARP
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K
@@ -2939,7 +2953,7 @@ class _SegmentScheduler:
     @staticmethod
     def row_groups(
         cols_f: list, narrow: bool, lanes: int = 0, registers=lambda columns: (0, 0, None, None), staged_bytes: int = 0, buffered_bytes=(0, ()),
-        scalar: bool = False, flat: bool = False,
+        scalar: bool = False, flat: bool = False, streamed: bool = False,
     ) -> list[_RowGroup]:
         """The row schemes to compile, each with its launch condition (exactly
         one holds): a warp per row for short rows when every accumulator is
@@ -2962,7 +2976,9 @@ class _SegmentScheduler:
         then take an uncached group of their own (a cached block loads a
         column whether or not the row has it). With ``flat`` (:data:`FLAT_ROWS`),
         a row takes a variant whose lanes hold a vector more than its
-        columns (its first and last vectors may be partial)."""
+        columns (its first and last vectors may be partial). With
+        ``streamed`` (the row read by one generic, nothing kept), the cached
+        warps run in blocks of :data:`STREAMED_WARP_THREADS`."""
         if lanes < 2 and not scalar:
             if not narrow:
                 return [_RowGroup("block", None)]
@@ -2981,8 +2997,9 @@ class _SegmentScheduler:
         def reach(columns: int) -> int:  # the longest row a variant of these columns takes
             return columns - lanes if flat else columns
 
+        warp_threads = STREAMED_WARP_THREADS if streamed else WARP_BLOCK_THREADS
         for slots in WARP_CACHED if narrow else ():
-            groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes, threads=WARP_BLOCK_THREADS))
+            groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes, threads=warp_threads))
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
             columns = slots * lanes
@@ -3367,9 +3384,12 @@ class _SegmentScheduler:
         keep = self.kept_temps(plan)
         regions, staged_bytes = self.staged_regions(plan)
         buffer = self.row_buffer(plan, lanes)
+        streamed = len(wide) == 1  # the row read by one generic (STREAMED_WARP_THREADS)
         flat_groups = None
         if lanes > 1 and self.flat_rows(plan):
-            flat_groups = self.row_groups(cols_f, _narrow(reductions), lanes, self.row_registers(plan, keep, lanes), staged_bytes, flat=True)
+            flat_groups = self.row_groups(
+                cols_f, _narrow(reductions), lanes, self.row_registers(plan, keep, lanes), staged_bytes, flat=True, streamed=streamed
+            )
         variant_groups = None if flat_groups is None else self.edge_groups(flat_groups, lanes, cols_f)
         variants = []
         for vector_lanes, condition, flat in self.row_variants(lanes, cols_f, flat_groups):
@@ -3377,7 +3397,7 @@ class _SegmentScheduler:
             registers = self.row_registers(plan, keep, vector_lanes, scalar)
             groups = variant_groups if flat else self.row_groups(  # a scalar variant: the ladder's slots times SCALAR_CACHED_ROWS
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
-                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar,
+                buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar, streamed=streamed,
             )
             variants += [(group, vector_lanes, _both(group.when, condition), flat) for group in groups]
         writes_rows = any(role == "full" and any(self.binding(o)[0] != "temp" for o in g.outputs) for g, role in plan.steps)

@@ -735,6 +735,39 @@ def test_row_variants_that_rows_fill_and_register_caps(monkeypatch, halve):
             assert ("nvvm.maxntid = array<i32: 128, 1, 1>" in kernel) == (halved and cols == 8192)
 
 
+def test_streamed_rows_run_their_warps_in_blocks_of_two():
+    """A row plan whose row one generic reads (a bfloat16 sum, a sum of
+    products) holds no row values, so its cached warp variants run in blocks
+    of two warps (STREAMED_WARP_THREADS; an SM holds at most 32 blocks); a
+    softmax, whose warps keep the row for three generics, in blocks of one
+    (WARP_BLOCK_THREADS). Longer rows take the same blocks either way."""
+
+    def row_sum(products: bool):
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16)
+            t = fd.ops.cast(x, dtype=DataType.Float)
+            if products:
+                t = t * fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+            fd.add_output(fd.ops.cast(fd.ops.sum(t, dims=[1]), dtype=DataType.BFloat16))
+        return fd, 1 + products
+
+    def blocks(fd, inputs, rows_out: bool):
+        context, module = outlined(fd)
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        chosen = []
+        for cols in (1024, 2048, 4096):
+            shapes = [(5, cols)] * inputs + [(5, cols) if rows_out else (5,)]
+            (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+            chosen.append(launch.block[0])
+        return chosen
+
+    assert blocks(*row_sum(False), False) == [64, 64, 256]
+    assert blocks(*row_sum(True), False) == [64, 64, 256]
+    assert blocks(softmax_bf16(), 1, True) == [32, 32, 256]
+
+
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):
     """Whether a row fits a cached block variant counts the words its loaded
     columns take (a bfloat16 column half a word), but at least a register a

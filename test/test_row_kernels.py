@@ -170,8 +170,10 @@ def test_streamed_bfloat16_row_sums_in_blocks_of_two_warps(products, blocks, con
     """bfloat16 row sums (the bench's inner sum, and a sum of products):
     rows that one generic reads, whose cached warp variants run in blocks of
     two warps (STREAMED_WARP_THREADS), at row lengths around the warps' and
-    the blocks' limits, 7 rows (the last block's second warp has none), and
-    with the grid capped at 3 blocks, each taking rows in turn."""
+    the blocks' limits and short rows that a group of a warp's lanes takes
+    (SPAN_ROWS: 1, 2, 4 and 8 lanes; 200 columns, not whole vectors, in the
+    scalar variant), 7 rows (the last block's warps or groups have none),
+    and with the grid capped at 3 blocks, each taking rows in turn."""
     if blocks is not None:
         cap_row_grids(constants, blocks)
     with FusionDefinition(name="row_sum_bf16") as fd:
@@ -180,7 +182,7 @@ def test_streamed_bfloat16_row_sums_in_blocks_of_two_warps(products, blocks, con
             t = t * fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
         fd.add_output(fd.ops.cast(fd.ops.sum(t, dims=[1]), dtype=DataType.BFloat16))
     fec = FusionExecutorCache(fd)
-    for cols in (8, 1000, 1024, 1032, 2048, 2056, 4096):
+    for cols in (8, 64, 128, 200, 256, 1000, 1024, 1032, 2048, 2056, 4096):
         inputs = [RNG.standard_normal((7, cols)).astype(BF16) for _ in range(1 + products)]
         wide = [a.astype(np.float64) for a in inputs]
         expected = (wide[0] * wide[1] if products else wide[0]).sum(axis=1)

@@ -32,7 +32,10 @@ persistent rows (a whole segment)
     registers, with one barrier: :func:`_block_reduce`) and stays in a
     register for the rest of the row, as does every value computed per row (their temporaries are
     not even allocated). Rows of up to :data:`WARP_CACHED` 16-byte slots
-    per lane of a warp (float32: 1024 columns), or of blocks of 128 to 1024 threads holding a
+    per lane of a warp (float32: 1024 columns; rows that half a warp
+    holds, a group of its lanes a row: :data:`SPAN_ROWS`; in blocks of two
+    warps where one generic reads the row: :data:`STREAMED_WARP_THREADS`),
+    or of blocks of 128 to 1024 threads holding a
     few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
     the row's values fit in registers), with 16-byte vector access, are
     *cached*: each lane loads its columns once, into registers, and every
@@ -254,6 +257,24 @@ WARP_CACHED = (4, 8)
 #: 1.01, softmax float32 0.99 -> 1.00, layer norm float32 1.00 -> 1.00, RMS
 #: norm float32 0.99 -> 0.99.
 WARP_BLOCK_THREADS = WARP
+#: Rows that half a warp's lanes hold in the slots of the cached warp
+#: variant of the fewest (:data:`WARP_CACHED`; bfloat16 rows of up to 512
+#: columns, float32 256) take a variant of their own that splits a warp into
+#: groups of ``span`` lanes, each taking a row: ``span`` the fewest lanes, a
+#: power of two from 1 to 16, whose slots hold the row (a bfloat16 row of
+#: 128 columns: 4 lanes of 4 vectors, 8 rows a warp), worked out in the
+#: kernel from the row length and in the launch grid the same way; partial
+#: results are combined over the group's lanes alone
+#: (:func:`_warp_all_reduce`), and its loads are clamped into the row
+#: (:data:`CLAMPED_LOADS`). A warp a row left a row of 128 columns 4 of a
+#: warp's 32 lanes and made a block of every row or two. On the H200 (256
+#: MB, one call, us; off -> on, torch.compile in brackets; sweep 39g):
+#: bfloat16 sum of rows of 128 columns 320.2 -> 74.8 (72.9; guarded loads
+#: 85.0), of 512 83.6 -> 71.2 (83.3), softmax bfloat16 of 128 658.6 ->
+#: 139.4 (135.6), RMS norm bfloat16 of 256 320.1 -> 129.3 (129.3). Not for
+#: longer rows: the span computed in the kernel cost a layer norm bfloat16
+#: of 1K columns 9 registers (80), and 129.0 -> 137.6 us.
+SPAN_ROWS = True
 #: Threads of a block of the cached warp variants where the row is
 #: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *
 #: y)``), so a lane holds only its slots' loads in flight (32-40 registers).
@@ -829,30 +850,52 @@ class _RowGroup:
     packed_rows: bool = False  # its row kept across its reductions as loaded, 16-bit (:data:`PACKED_ROWS`)
     early_weights: bool = False  # its weights loaded with its row (:data:`EARLY_WEIGHTS`)
     chunk_slots: int = 0  # slots a lane of an uncached walk's chunk (0: :data:`CHUNK_SLOTS`; :data:`WRITE_ONLY_BLOCK`)
+    spans: bool = False  # a warp's lanes in groups of a row each, as few as hold the row (:data:`SPAN_ROWS`)
 
-    def ids(self, k: "_Kernel") -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
-        """(this group's first row, row stride, lane, lanes) as index values."""
+    def ids(self, k: "_Kernel", cols: ir.Value | None = None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        """(this group's first row, row stride, lane, lanes) as index values
+        (``cols``: the row's length, for a group whose warps are split in
+        :meth:`span` lanes a row)."""
         tid, threads = k.special("thread"), k.special("block_dim")
         block, blocks = k.special("block"), k.special("grid_dim")
         if self.kind == "block":
             return block, blocks, tid, threads
-        warp = _index(WARP)
+        warp = self.span(cols) if self.spans else _index(WARP)
         per_block = arith.DivUIOp(threads, warp).result
         worker = arith.AddIOp(arith.MulIOp(block, per_block).result, arith.DivUIOp(tid, warp).result).result
         return worker, arith.MulIOp(blocks, per_block).result, arith.RemUIOp(tid, warp).result, warp
 
+    def span(self, cols: ir.Value) -> ir.Value:
+        """The lanes that take a row of ``cols`` columns (:data:`SPAN_ROWS`):
+        1 plus 1, 2, 4, 8 and 16 where the row is longer than 1, 2, 4, 8 and
+        16 lanes' columns; as :meth:`span_formula` works it out for the grid."""
+        span = _index(1)
+        for lanes in (1, 2, 4, 8, 16):
+            longer = arith.CmpIOp(arith.CmpIPredicate.ugt, cols, _index(lanes * self.columns)).result
+            span = arith.AddIOp(span, arith.SelectOp(longer, _index(lanes), _index(0)).result).result
+        return span
+
+    def span_formula(self, cols: list) -> list:
+        """:meth:`span` as a launch formula of the row length ``cols``."""
+        span = ["const", 1]
+        for lanes in (1, 2, 4, 8, 16):
+            span = ["add", span, ["mul", ["gt", cols, ["const", lanes * self.columns]], ["const", lanes]]]
+        return span
+
     def reduce(
-        self, k: "_Kernel", values: Sequence[ir.Value], ops: Sequence[str], sequence: int = 0, row_parity: ir.Value | None = None
+        self, k: "_Kernel", values: Sequence[ir.Value], ops: Sequence[str], sequence: int = 0, row_parity: ir.Value | None = None,
+        span: ir.Value | None = None,
     ) -> list[ir.Value]:
         """Each lane's partial ``values`` combined over the group (``ops``:
-        the combining arith op of each). In a cached block variant
+        the combining arith op of each; ``span``: a warp group's lanes a
+        row, where its warps are split, see :meth:`span`). In a cached block variant
         (:data:`BLOCK_REDUCE`) the reduction is the ``sequence``-th of its
         row, and ``row_parity`` the parity of the row among the block's rows
         where its rows have an odd number of reductions (None where even), so
         the block's reductions alternate their rounds of partials
         (:func:`_block_reduce`)."""
         if self.kind != "block":
-            return _warp_all_reduce(values, ops)
+            return _warp_all_reduce(values, ops, within=span)
         if not self.one_barrier or not all(_word(v) for v in values):
             return _block_all_reduce(values, ops)
         if row_parity is None:
@@ -892,11 +935,14 @@ class _RowGroup:
         """Whether the block asks the L2 for its next row (:data:`PREFETCH_NEXT_ROW`)."""
         return PREFETCH_NEXT_ROW and self.kind == "block" and not self.cached
 
-    def grid(self, rows: list, prefetching: bool = False) -> list:
+    def grid(self, rows: list, prefetching: bool = False, cols: list | None = None) -> list:
         """The launch grid for ``rows`` rows (or pieces of rows): a block a
-        row or piece, or a warp a row (up to :data:`PREFETCH_GRID_CAP`
+        row or piece, or a warp a row (or a group of its lanes a row, for
+        rows of ``cols`` columns: :meth:`span`; up to :data:`PREFETCH_GRID_CAP`
         blocks where they are ``prefetching``), or persistent blocks."""
-        per_block = 1 if self.kind == "block" else self.threads // WARP
+        per_block = ["const", 1 if self.kind == "block" else self.threads // WARP]
+        if self.spans:
+            per_block = ["div", ["const", self.threads], self.span_formula(cols)]
         cap = ["const", PREFETCH_GRID_CAP if prefetching else MAX_GRID_X]
         if self.persistent:
             sms = ["sms"] if PERSISTENT_BLOCKS is None else ["const", PERSISTENT_BLOCKS]
@@ -909,19 +955,25 @@ def _blocks_per_sm(threads: int) -> int:
     return BLOCK_MIN_PER_SM if threads == 512 else 1
 
 
-def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str], span: int = WARP) -> list[ir.Value]:
+def _warp_all_reduce(values: Sequence[ir.Value], ops: Sequence[str], span: int = WARP, within: ir.Value | None = None) -> list[ir.Value]:
     """Each (32-bit) value combined over its warp with its arith op: a
     butterfly of ``gpu.shuffle xor``, after which every lane holds the result
     (the same bits in every lane: each step combines two lanes' equal
     partials of disjoint groups, and the ops commute). With ``span`` (a power
-    of two), over each aligned group of that many lanes instead."""
+    of two), over each aligned group of that many lanes instead; with
+    ``within`` (an index value, a power of two the same in every lane), the
+    same for that many: every lane shuffles at each step, and a step of
+    ``within`` lanes or more keeps the lane's value (:data:`SPAN_ROWS`)."""
     width = arith.ConstantOp(ir.IntegerType.get_signless(32), WARP).result
     totals = []
     for value, op in zip(values, ops):
         for offset in (o for o in (16, 8, 4, 2, 1) if o < span):
             distance = arith.ConstantOp(ir.IntegerType.get_signless(32), offset).result
             other = gpu.ShuffleOp(value, distance, width, ir.Attribute.parse("#gpu<shuffle_mode xor>")).results[0]
-            value = ir.Operation.create(op, results=[value.type], operands=[value, other]).result
+            combined = ir.Operation.create(op, results=[value.type], operands=[value, other]).result
+            if within is not None:
+                combined = arith.SelectOp(arith.CmpIOp(arith.CmpIPredicate.ult, _index(offset), within).result, combined, value).result
+            value = combined
         totals.append(value)
     return totals
 
@@ -2790,11 +2842,12 @@ class _SegmentScheduler:
         return loop, row_ivs, lane, width, (start, stop)
 
     @staticmethod
-    def _row_loop(k: _Kernel, group: _RowGroup, row_sizes: list) -> tuple[scf.ForOp, list, ir.Value, ir.Value]:
+    def _row_loop(k: _Kernel, group: _RowGroup, row_sizes: list, cols: ir.Value | None = None) -> tuple[scf.ForOp, list, ir.Value, ir.Value]:
         """The grid-stride loop of a ``group`` (warps or blocks) over the rows (``row_sizes``:
-        the sizes of the row dims): (the loop, the row's indices inside it,
-        this thread's lane, lanes per group)."""
-        worker, workers, lane, width = group.ids(k)
+        the sizes of the row dims; ``cols``: the row's length, where the
+        group's warps are split, see :meth:`_RowGroup.span`): (the loop, the
+        row's indices inside it, this thread's lane, lanes per group)."""
+        worker, workers, lane, width = group.ids(k, cols)
         loop = scf.ForOp(worker, k.product(row_sizes), workers)
         with ir.InsertionPoint(loop.body):
             row_ivs = k.delinearize(loop.induction_variable, row_sizes)
@@ -2999,6 +3052,10 @@ class _SegmentScheduler:
 
         warp_threads = STREAMED_WARP_THREADS if streamed else WARP_BLOCK_THREADS
         for slots in WARP_CACHED if narrow else ():
+            if SPAN_ROWS and slots == min(WARP_CACHED) and not flat:  # rows that half a warp's lanes hold: groups of lanes
+                half = WARP // 2 * slots * lanes
+                groups.append(_RowGroup("warp", up_to(half), cached=True, columns=slots * lanes, threads=warp_threads, spans=True))
+                below = half
             groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes, threads=warp_threads))
             below = reach(WARP * slots * lanes)
         for threads, slots in BLOCK_CACHED:
@@ -3405,13 +3462,13 @@ class _SegmentScheduler:
             k = self.kernel(evict_last=writes_rows)  # a reduction to row values alone (a bfloat16 sum): see L2_EVICT_LAST
             with ir.InsertionPoint(k.entry), self.location:
                 sizes = k.loop_sizes(plan.anchor)
-                row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p])
+                row_loop, row_ivs, lane, width = self._row_loop(k, group, sizes[:p], k.product(sizes[p:]) if group.spans else None)
                 with ir.InsertionPoint(row_loop.body):
                     if OPAQUE_LANE and group.kind == "block" and group.cached:
                         lane = _opaque(lane)
                     if group.prefetches and vector_lanes > 1 and self.bulk_prefetch and not flat:
                         self._prefetch_next_row(k, plan, row_loop, sizes, p, lane, vector_lanes)
-                    clamped = CLAMPED_LOADS and group.cached and group.kind == "block" and not flat
+                    clamped = CLAMPED_LOADS and group.cached and (group.kind == "block" or group.spans) and not flat
                     if flat and group.kind == "block":  # the block's threads as a constant: a lane's slots are then a constant apart
                         width = _index(group.threads)
                     walk = _RowWalk(k, row_ivs, sizes[p:], lane, width, vector_lanes, {}, group.store_group(vector_lanes), clamped)
@@ -3457,7 +3514,7 @@ class _SegmentScheduler:
                     columns = ["min", columns, ["const", group.weight_columns(vector_lanes)]]
                 shared = ["mul", columns, ["const", per_column]]
             k.finish(
-                group.grid(_product(plan.row_formulas), group.prefetches), block=(group.threads, 1, 1), when=when,
+                group.grid(_product(plan.row_formulas), group.prefetches, cols_f), block=(group.threads, 1, 1), when=when,
                 blocks_per_sm=group.blocks_per_sm, shared_bytes=shared, max_registers=group.max_registers, declare_threads=group.kind != "warp",
             )
 
@@ -3636,7 +3693,7 @@ class _SegmentScheduler:
             return
         if role == "reduce":
             partials = walk.reduce(g, [registers.pop(o) for o in g.outputs], slots, cache)
-            totals = group.reduce(k, partials, g.combining_ops(), walk.reductions, walk.row_parity)
+            totals = group.reduce(k, partials, g.combining_ops(), walk.reductions, walk.row_parity, walk.width if group.spans else None)
             if walk.reductions == 0 and walk.after_first_reduction is not None:
                 walk.after_first_reduction()  # past the reduction's barrier: every lane has loaded the row
             walk.reductions += 1

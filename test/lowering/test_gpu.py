@@ -298,10 +298,11 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     lanes = [{b[2] for b in launch.args if b[0] == "flat"} for launch in program.launches]
     vector = [launch for launch, n in zip(program.launches, lanes) if n == {8}]  # bf16: 8 per 16 bytes
     flat = [launch for launch, n in zip(program.launches, lanes) if n == {8, 1}]  # and elements past the tensor's last whole vector
-    # two warps and four blocks with the row in registers (a fifth would need more registers), a block reading it per
-    # pass; the same for rows that are not whole vectors, over the tensor's flat vectors (FLAT_ROWS), and for rows of
-    # 16K columns or fewer within a vector of a cached variant's columns, that variant with an edge slot (FLAT_EDGE_SLOTS)
-    assert len(vector) == 7 and len(flat) == 7 + 5
+    # groups of a warp's lanes a row (SPAN_ROWS), two warps and four blocks with the row in registers (a fifth would
+    # need more registers), a block reading it per pass; the same but the groups for rows that are not whole vectors,
+    # over the tensor's flat vectors (FLAT_ROWS), and for rows of 16K columns or fewer within a vector of a cached
+    # variant's columns, that variant with an edge slot (FLAT_EDGE_SLOTS)
+    assert len(vector) == 8 and len(flat) == 7 + 5
     edge = flat[7:]
     lengths = {4096: "vector", 4100: "flat", 9000: "vector", 9009: "flat", 32768: "vector", 32770: "flat", 40000: "vector", 40007: "flat"}
     lengths |= {7: "scalar", 9: "flat", 1015: "flat", 1017: "edge", 1023: "edge", 1025: "flat", 16383: "edge", 32767: "flat"}
@@ -766,6 +767,32 @@ def test_streamed_rows_run_their_warps_in_blocks_of_two():
     assert blocks(*row_sum(False), False) == [64, 64, 256]
     assert blocks(*row_sum(True), False) == [64, 64, 256]
     assert blocks(softmax_bf16(), 1, True) == [32, 32, 256]
+
+
+@pytest.mark.parametrize("spans", [True, False])
+def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
+    """SPAN_ROWS: rows that half a warp's lanes hold in 4 slots each take a
+    variant that splits a warp into groups of the fewest lanes (a power of
+    two) whose slots hold the row, a row each: a bfloat16 softmax (32
+    columns a lane) of rows of 8 columns takes 1 lane a row, of 64 2, of
+    128 4, of 512 16, and its grid of one-warp blocks covers 33 rows with
+    32 / span rows a block, one kernel for every span (it works the span out
+    from the row length the same way; test/test_row_kernels.py checks its
+    results); longer rows a warp each, in the variant as it was. Off, a
+    warp a row."""
+    monkeypatch.setattr(gpu_schedule, "SPAN_ROWS", spans)
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    (program,) = scheduled.programs.values()
+    kernels = {}
+    for cols, span in [(8, 1), (64, 2), (128, 4), (512, 16), (520, 32), (1024, 32)]:
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
+        kernels[cols] = launch.kernel
+        grid = [evaluate(g, [(33, cols), (33, cols)], []) for g in launch.grid]
+        assert grid == [-(-33 // (32 // span)) if spans else 33, 1, 1], (cols, grid)
+    assert len({kernels[c] for c in (8, 64, 128, 512)}) == 1  # one kernel for every span
+    assert kernels[520] == kernels[1024] and (kernels[512] != kernels[1024]) == spans  # a warp a row: the variant as it was
 
 
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):

@@ -9,9 +9,9 @@ back, as fusions do): a pointwise chain ``(exp(x + y) * y - x) * 0.5``, a
 broadcast add of a column and a row vector, a scale and bias ``x * w + b``
 (``w`` and ``b`` vectors of the row's length), an inner and an outer sum, a
 row softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024
-elements, and the scale and bias and the normalizations (softmax, layer
-norm, RMS norm) also rows of each length in --hidden (default 1024, 8192
-and 32768 elements).
+elements, and the scale and bias, the inner sum and the normalizations
+(softmax, layer norm, RMS norm) rows of each length in --hidden (default
+1024, 8192 and 32768 elements).
 A case's size is the bytes of its largest tensor, from 1 MB to --max-bytes
 (default 1 GB) in steps of 4x, in float32 and bfloat16.
 
@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-HIDDEN = 1024  # the row length of 2-D cases (the scale and bias and the normalizations also take --hidden)
+HIDDEN = 1024  # the row length of 2-D cases (the scale and bias, the inner sum and the normalizations take --hidden)
 NORM_HIDDEN = "1024,8192,32768"  # --hidden's default
 MB = 1 << 20
 TOLERANCE = {"float32": 2e-4, "bfloat16": 2e-2}
@@ -218,7 +218,7 @@ CASES = [
     Case("pointwise", build_pointwise, torch_pointwise, lambda n, h: [(n,), (n,)]),
     Case("broadcast_add", build_broadcast_add, torch_broadcast_add, lambda n, h: [(row_count(n, h), 1), (1, h)]),
     Case("scale_bias", build_scale_bias, torch_scale_bias, lambda n, h: [(row_count(n, h), h), (h,), (h,)], True),
-    Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n, h: [(row_count(n, h), h)]),
+    Case("inner_sum", build_inner_sum, torch_inner_sum, lambda n, h: [(row_count(n, h), h)], True),
     Case("outer_sum", build_outer_sum, torch_outer_sum, lambda n, h: [(row_count(n, h), h)]),
     Case("softmax", build_softmax, torch_softmax, lambda n, h: [(row_count(n, h), h)], True),
     Case("layer_norm", build_layer_norm, torch_layer_norm, lambda n, h: [(row_count(n, h), h), (h,), (h,)], True),
@@ -501,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sizes 1 MB, 16 MB, 256 MB (up to --max-bytes) and 10 timed calls")
     parser.add_argument("--cases", default=",".join(c.name for c in CASES), help="comma-separated subset of: %(default)s")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated subset of: %(default)s")
-    parser.add_argument("--hidden", default=NORM_HIDDEN, help="row lengths of softmax, layer_norm and rms_norm, comma-separated (default %(default)s)")
+    parser.add_argument("--hidden", default=NORM_HIDDEN, help="row lengths of scale_bias, inner_sum, softmax, layer_norm and rms_norm, comma-separated (default %(default)s)")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per measurement (default 50, 10 with --quick)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5) ...")
     parser.add_argument("--warmup-ms", type=float, default=WARMUP_MS, help="... and more until they took this many milliseconds (default %(default)s)")

@@ -130,7 +130,7 @@ def test_rounds_give_the_x_compile_range_and_the_table_shows_it_only_where_measu
 def test_long_row_cases_take_each_hidden_row_length_and_tables_and_plots_tell_them_apart(run, capsys):
     softmax = {c.name: c for c in run.CASES}["softmax"]
     assert softmax.long_rows and softmax.shapes(1 << 20, 32768) == [(32, 32768)]
-    assert [c.name for c in run.CASES if c.long_rows] == ["scale_bias", "softmax", "layer_norm", "rms_norm"]
+    assert [c.name for c in run.CASES if c.long_rows] == ["scale_bias", "inner_sum", "softmax", "layer_norm", "rms_norm"]
     long_rows = {**row(case="softmax"), "hidden": 32768}
     assert run.case_label(long_rows) == "softmax, rows of 32768"
     assert run.case_label({**row(case="softmax"), "hidden": 1024}) == run.case_label(row(case="softmax")) == "softmax"

@@ -865,21 +865,26 @@ class _RowGroup:
         worker = arith.AddIOp(arith.MulIOp(block, per_block).result, arith.DivUIOp(tid, warp).result).result
         return worker, arith.MulIOp(blocks, per_block).result, arith.RemUIOp(tid, warp).result, warp
 
+    def span_steps(self) -> list[tuple[int, int]]:
+        """(lanes, columns) of :meth:`span`'s steps: a row longer than
+        ``columns`` takes ``lanes`` more lanes (from 1)."""
+        return [(lanes, lanes * self.columns) for lanes in (1, 2, 4, 8, 16)]
+
     def span(self, cols: ir.Value) -> ir.Value:
         """The lanes that take a row of ``cols`` columns (:data:`SPAN_ROWS`):
         1 plus 1, 2, 4, 8 and 16 where the row is longer than 1, 2, 4, 8 and
         16 lanes' columns; as :meth:`span_formula` works it out for the grid."""
         span = _index(1)
-        for lanes in (1, 2, 4, 8, 16):
-            longer = arith.CmpIOp(arith.CmpIPredicate.ugt, cols, _index(lanes * self.columns)).result
+        for lanes, columns in self.span_steps():
+            longer = arith.CmpIOp(arith.CmpIPredicate.ugt, cols, _index(columns)).result
             span = arith.AddIOp(span, arith.SelectOp(longer, _index(lanes), _index(0)).result).result
         return span
 
     def span_formula(self, cols: list) -> list:
         """:meth:`span` as a launch formula of the row length ``cols``."""
         span = ["const", 1]
-        for lanes in (1, 2, 4, 8, 16):
-            span = ["add", span, ["mul", ["gt", cols, ["const", lanes * self.columns]], ["const", lanes]]]
+        for lanes, columns in self.span_steps():
+            span = ["add", span, ["mul", ["gt", cols, ["const", columns]], ["const", lanes]]]
         return span
 
     def reduce(

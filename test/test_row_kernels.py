@@ -405,3 +405,62 @@ def test_rows_of_no_columns(case, cuda):
     inputs = [np.zeros((3, 0), np.float32)] + [np.zeros(0, np.float32)] * weights
     (got,) = FusionExecutorCache(bench_fusion(case, "float32")).run([to_device(a, "cuda") for a in inputs])
     assert to_host(got).shape == (3, 0)
+
+
+#: Row lengths of the plain reductions' row plans (ROW_PLAN_REDUCTIONS):
+#: groups of 1 to 16 lanes (float32 rows of up to 256 columns), warps of 4
+#: and 8 slots (to 512 and 1024 columns), cached blocks to 32K and rows read
+#: per pass past them; 3, 100 and 1000 are not whole vectors (the flat and
+#: scalar variants), 1 is less than one.
+PLAIN_LENGTHS = [1, 3, 4, 16, 64, 100, 128, 256, 260, 512, 1000, 1024, 1032, 4096, 8192, 32768, 32776, 65544]
+
+
+def plain_reduction(kind: str):
+    """(fusion, float64 reference and exactness of each output, dtype, rank) of a reduction over the last dim."""
+    dtype, np_dtype = {"sum-float64": (DataType.Double, np.float64), "sum-int32": (DataType.Int32, np.int32)}.get(kind, (DataType.Float, np.float32))
+    rank = 3 if kind == "sum-3d" else 2
+    with FusionDefinition(name="plain_" + kind.replace("-", "_")) as fd:
+        x = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
+        if kind in ("max", "sum-and-max"):
+            if kind == "sum-and-max":
+                fd.add_output(fd.ops.sum(x, dims=[rank - 1]))
+            fd.add_output(fd.ops.max(x, dims=[rank - 1]))
+        else:
+            fd.add_output(fd.ops.sum(x, dims=[rank - 1], keepdim=kind == "sum-keepdim"))
+    row_sum, row_max = (lambda x: x.sum(axis=-1, keepdims=kind == "sum-keepdim"), kind == "sum-int32"), (lambda x: x.max(axis=-1), True)
+    refs = {"max": [row_max], "sum-and-max": [row_sum, row_max]}.get(kind, [row_sum])
+    return fd, refs, np_dtype, rank
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d"])
+def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
+    """Plain reductions over the last dim with ROW_PLAN_REDUCTIONS on (off
+    by default, not yet measured): on the GPU the row plan's kernels, a group
+    of a warp's lanes to a block a row, thread 0 of the group storing the
+    row's results (a sum and a max of the same rows in one kernel; float64
+    sums, and int32 ones promoted to int64, in blocks: their accumulators
+    are too wide for shuffles), uncapped and on a grid capped at 3 blocks; on
+    the CPU the same fusions as they always run. 7 rows (3 x 7 in 3-D),
+    given outputs poisoned with NaN (-1 for int64), against float64 NumPy:
+    float sums to a rounding error that grows with the row, integer sums
+    and maxima exact; the input unchanged."""
+    monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", True)
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    for blocks in [None] if device == "cpu" else [None, 3]:
+        if blocks is not None:
+            cap_row_grids(monkeypatch, blocks)
+        fd, refs, np_dtype, rank = plain_reduction(kind)
+        fec = FusionExecutorCache(fd)
+        integer = np.issubdtype(np_dtype, np.integer)
+        eps = 0 if integer else np.finfo(np_dtype).eps
+        for cols in PLAIN_LENGTHS:
+            shape = (3, 7, cols)[3 - rank :]
+            x = RNG.integers(-1000, 1000, shape).astype(np_dtype) if integer else RNG.standard_normal(shape).astype(np_dtype)
+            before = x.copy()
+            expected = [ref(x.astype(np.float64)) for ref, _ in refs]
+            outputs = [to_device(np.full(e.shape, -1 if integer else np.nan, np.int64 if integer else np_dtype), device) for e in expected]
+            got = fec.run([to_device(x, device)], outputs=outputs)
+            for out, want, (_, exact) in zip(got, expected, refs):
+                atol = 0 if exact else 64 * eps * np.sqrt(cols)
+                np.testing.assert_allclose(to_host(out), want, rtol=0 if exact else 64 * eps, atol=atol, err_msg=f"{kind} {cols} columns, {blocks} blocks")
+            np.testing.assert_array_equal(x, before)

@@ -81,7 +81,9 @@ inner reduction (R dims after the P dims)
     a warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (butterfly
     ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
     barrier before the block's next row): lanes accumulate strided slices
-    of the row in registers, lane 0 stores the row's result.
+    of the row in registers, lane 0 stores the row's result. With
+    :data:`ROW_PLAN_REDUCTIONS` (off: not yet measured), the persistent row
+    scheme instead.
 
 Row kernels walk a row in chunks of :data:`CHUNK_SLOTS` slots per lane (a
 slot: one column, or one vector of them), unrolled: the chunk's loads, each
@@ -289,6 +291,22 @@ SPAN_ROWS = True
 #: norms' 32-80 registers: an RMS norm bfloat16 of 2K columns ran at 0.83
 #: of copy in blocks of two warps against 0.86 in blocks of one, sweep 24a).
 STREAMED_WARP_THREADS = 2 * WARP
+#: Plain inner reductions (a reduction whose results the segment stores
+#: and reads no further: a float32 sum, a sum and a max of the same rows)
+#: run as a row plan (:class:`_RowPlan`) instead of :meth:`_SegmentScheduler.inner_reduction`:
+#: the kernels of the bfloat16 sum, whose row results thread 0 of the group
+#: stores. They would give plain reductions what the row plans have and
+#: ``inner_reduction`` lacks: short rows a group of a warp's lanes each
+#: (:data:`SPAN_ROWS`; ``inner_reduction`` runs a warp a row, so a row of
+#: 16 float32 columns keeps 4 of its 32 lanes busy), rows cached in
+#: registers, and reductions of the same rows in one kernel that reads them
+#: once (a sum and a max: two kernels, each reading the row, without it).
+#: The price is compile time: a float32 sum compiles 33 kernels (every row
+#: variant) where ``inner_reduction`` compiles 4, 1.45 s against 0.18 s on a
+#: 2-core host. Off: not measured on a GPU yet (no device in the session
+#: that wrote it); a sweep of float32 sums of rows of 16 to 32K columns
+#: against torch.compile decides.
+ROW_PLAN_REDUCTIONS = False
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K
@@ -3768,7 +3786,8 @@ class _RowPlan:
     def of(cls, scheduler: "_SegmentScheduler", generics: list[_Generic]) -> "_RowPlan | None":
         generics = [g for g in generics if g.outputs]
         reductions = [g for g in generics if g.reduction]
-        if not reductions or not any(g.fill_value() is None and not g.reduction for g in generics):
+        plain = not any(g.fill_value() is None and not g.reduction for g in generics)
+        if not reductions or (plain and not ROW_PLAN_REDUCTIONS):
             return None  # a plain reduction (the reduction schedulers) or nothing to fuse
         anchor = reductions[0]
         p = len(anchor.parallel)
@@ -3786,12 +3805,13 @@ class _RowPlan:
             return rank >= p and dims[:p] == rows and all(d == ["const", 1] for d in dims[p:])
 
         row_temps = {v for v in scheduler.temp_of if row_shaped(v) and scheduler.binding(v)[0] == "temp"}
+        results = _RowPlan.stored_results(scheduler, generics, p) if plain else set()
         steps, written, fills = [], set(), {}
         for g in generics:
             fill = g.fill_value()
             space = scheduler.size_formulas(g)
             if fill is not None:
-                if g.outputs[0] not in row_temps:
+                if g.outputs[0] not in row_temps | results:
                     return None
                 steps.append((g, "fill"))
                 written.add(g.outputs[0])
@@ -3801,8 +3821,8 @@ class _RowPlan:
                 combiners = g.combiners()
                 if g.parallel != list(range(p)) or space != sizes or combiners is None:
                     return None
-                if any(o not in row_temps or not _neutral(fills.pop(o, None), c) for o, c in zip(g.outputs, combiners)):
-                    return None  # accumulates into a row temporary just filled with a neutral value
+                if any(o not in row_temps | results or not _neutral(fills.pop(o, None), c) for o, c in zip(g.outputs, combiners)):
+                    return None  # accumulates into a row temporary (or stored result) just filled with a neutral value
                 role = "reduce"
             elif space == sizes:
                 role = "full"
@@ -3824,7 +3844,28 @@ class _RowPlan:
                     return None
                 written.add(output)
             steps.append((g, role))
+        if any(o in results for o in fills):
+            return None  # a stored result filled and never reduced into
         return cls(anchor, p, rows, steps, row_temps)
+
+    @staticmethod
+    def stored_results(scheduler: "_SegmentScheduler", generics: list[_Generic], p: int) -> set:
+        """The buffers a plain reduction's row plan stores its results in
+        (:data:`ROW_PLAN_REDUCTIONS`): the outputs of its reductions written
+        at their row (``(d0, ..., d{p-1}, 0, ...)``, trailing dims of size
+        1), none of them a temporary, and none read by a generic of the
+        segment (thread 0 of the group stores a row's result; nothing in the
+        kernel may read it back)."""
+        results = set()
+        for g in [g for g in generics if g.reduction]:
+            for output, amap in zip(g.outputs, g.maps[len(g.inputs) :]):
+                rank = ir.MemRefType(output.type).rank
+                trailing = [scheduler.dim_formula(output, d) for d in range(p, rank)]
+                if scheduler.binding(output)[0] == "temp" or not _row_map(amap, p) or any(d != ["const", 1] for d in trailing):
+                    return set()
+                results.add(output)
+        read = {scheduler.base(v) for g in generics for v in g.inputs if isinstance(v.type, ir.ShapedType)}
+        return set() if any(scheduler.base(o) in read for o in results) else results
 
     def row_inputs(self) -> list[tuple[int, ir.Value, ir.AffineMap]]:
         """(step, operand, map) of each tensor input that a full-size step

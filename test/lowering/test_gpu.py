@@ -795,6 +795,38 @@ def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
     assert kernels[520] == kernels[1024] and (kernels[512] != kernels[1024]) == spans  # a warp a row: the variant as it was
 
 
+@pytest.mark.parametrize("on", [True, False], ids=["row-plans", "inner-reductions"])
+def test_plain_reductions_as_row_plans(monkeypatch, on):
+    """ROW_PLAN_REDUCTIONS (off by default): plain reductions over rows run as
+    row plans. A float32 sum, its row read by one generic, takes the
+    streamed warps' blocks of two (STREAMED_WARP_THREADS), a sum and a max
+    of the same rows one kernel that reads them once, in blocks of one
+    warp; short rows take a group of a warp's lanes each (SPAN_ROWS: 16
+    columns 1 lane, 64 4 lanes), so 33 rows of 16, 64 and 1024 columns take
+    1, 3 and 17 blocks of two warps, or 2, 5 and 33 of one
+    (test/test_row_kernels.py checks their results on the GPU). Off, they
+    are inner reductions: a warp a row in 256-thread blocks, a kernel each."""
+    monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", on)
+    for both, threads, blocks in [(False, 64, (1, 3, 17)), (True, 32, (2, 5, 33))]:
+        with FusionDefinition() as fd:
+            x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+            fd.add_output(fd.ops.sum(x, dims=[1]))
+            if both:
+                fd.add_output(fd.ops.max(x, dims=[1]))
+        context, module = outlined(fd)
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (2 + both)})
+        (program,) = scheduled.programs.values()
+        for cols, row_blocks in zip((16, 64, 1024), blocks):
+            shapes = [(33, cols)] + [(33,)] * (1 + both)
+            chosen = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+            grids = [[evaluate(g, shapes, []) for g in launch.grid] for launch in chosen]
+            if on:
+                assert [launch.block[0] for launch in chosen] == [threads] and grids == [[row_blocks, 1, 1]], (both, cols)
+            else:
+                assert [launch.block[0] for launch in chosen] == [256] * (1 + both) and grids == [[5, 1, 1]] * (1 + both), (both, cols)
+
+
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):
     """Whether a row fits a cached block variant counts the words its loaded
     columns take (a bfloat16 column half a word), but at least a register a

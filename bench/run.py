@@ -11,7 +11,7 @@ broadcast add of a column and a row vector, a scale and bias ``x * w + b``
 row softmax, a layer norm and an RMS norm. 2-D cases have rows of 1024
 elements, and the scale and bias, the inner sum and the normalizations
 (softmax, layer norm, RMS norm) rows of each length in --hidden (default
-1024, 8192 and 32768 elements).
+128, 1024, 8192 and 32768 elements).
 A case's size is the bytes of its largest tensor, from 1 MB to --max-bytes
 (default 1 GB) in steps of 4x, in float32 and bfloat16.
 
@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import Callable
 
 HIDDEN = 1024  # the row length of 2-D cases (the scale and bias, the inner sum and the normalizations take --hidden)
-NORM_HIDDEN = "1024,8192,32768"  # --hidden's default
+NORM_HIDDEN = "128,1024,8192,32768"  # --hidden's default (128: rows that a group of a warp's lanes takes, SPAN_ROWS)
 MB = 1 << 20
 TOLERANCE = {"float32": 2e-4, "bfloat16": 2e-2}
 L2_FLUSH_BYTES = 256 * MB

@@ -976,6 +976,25 @@ def test_a_ptxas_older_than_the_ptx_leaves_the_ptx_to_the_driver(tmp_path, monke
             gpu.assemble(ptx, "sm_90")
 
 
+@pytest.mark.parametrize("splits", [True, False], ids=["split-compile", "one-thread"])
+def test_ptxas_assembles_on_every_cpu_where_it_can(tmp_path, monkeypatch, splits):
+    """A ptxas whose --help lists --split-compile assembles the kernels on
+    as many threads as the process has CPUs; one that does not (older
+    ones) is called as before, without it."""
+    fake, calls = tmp_path / "ptxas", tmp_path / "calls"
+    help_text = "--split-compile <N>  (-split-compile)" if splits else "--maxrregcount <N>"
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = --help ]; then echo "{help_text}"; exit 0; fi\n'
+        f'echo "$@" >> {calls}\nwhile [ "$1" != -o ]; do shift; done\nprintf cubin > "$2"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert gpu.assemble(".version 8.0\n.target sm_90\n.address_size 64\n", "sm_90") == b"cubin"
+    (call,) = calls.read_text().splitlines()
+    threads = f"--split-compile {len(os.sched_getaffinity(0))} " if splits else ""
+    assert re.fullmatch(rf"-arch=sm_90 {threads}\S+/kernels\.ptx -o \S+/kernels\.cubin", call), call
+
+
 def test_blocks_of_an_sm_get_their_rows_ahead_by_bulk_copies(monkeypatch):
     """A cached 1024-thread block (one an SM) takes rows in a grid of one
     block an SM (PERSISTENT_BLOCKS) and gets them in shared memory from the

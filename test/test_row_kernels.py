@@ -432,20 +432,23 @@ def plain_reduction(kind: str):
     return fd, refs, np_dtype, rank
 
 
-@pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d"])
+@pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d", "sum-strided"])
 def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
     """Plain reductions over the last dim with ROW_PLAN_REDUCTIONS on (off
     by default, not yet measured): on the GPU the row plan's kernels, a group
     of a warp's lanes to a block a row, thread 0 of the group storing the
     row's results (a sum and a max of the same rows in one kernel; float64
     sums, and int32 ones promoted to int64, in blocks: their accumulators
-    are too wide for shuffles), uncapped and on a grid capped at 3 blocks; on
-    the CPU the same fusions as they always run. 7 rows (3 x 7 in 3-D),
-    given outputs poisoned with NaN (-1 for int64), against float64 NumPy:
-    float sums to a rounding error that grows with the row, integer sums
-    and maxima exact; the input unchanged."""
+    are too wide for shuffles; a sum of every other column into every other
+    element of a buffer, in the strided variants), uncapped and on a grid
+    capped at 3 blocks; on the CPU the same fusions as they always run. 7
+    rows (3 x 7 in 3-D), given outputs poisoned with NaN (-1 for int64),
+    against float64 NumPy: float sums to a rounding error that grows with
+    the row, integer sums and maxima exact; the input unchanged, and the
+    strided output's gaps still poisoned."""
     monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", True)
     monkeypatch.setenv("FUSER_CACHE", "0")
+    step = 2 if kind == "sum-strided" else 1
     for blocks in [None] if device == "cpu" else [None, 3]:
         if blocks is not None:
             cap_row_grids(monkeypatch, blocks)
@@ -453,14 +456,18 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
         fec = FusionExecutorCache(fd)
         integer = np.issubdtype(np_dtype, np.integer)
         eps = 0 if integer else np.finfo(np_dtype).eps
+        poison, out_dtype = (-1, np.int64) if integer else (np.nan, np_dtype)
         for cols in PLAIN_LENGTHS:
-            shape = (3, 7, cols)[3 - rank :]
-            x = RNG.integers(-1000, 1000, shape).astype(np_dtype) if integer else RNG.standard_normal(shape).astype(np_dtype)
-            before = x.copy()
+            shape = (3, 7, cols * step)[3 - rank :]
+            whole = RNG.integers(-1000, 1000, shape).astype(np_dtype) if integer else RNG.standard_normal(shape).astype(np_dtype)
+            columns = (slice(None),) * (rank - 1) + (slice(None, None, step),)  # DeviceArrays take no Ellipsis
+            before, x = whole.copy(), whole[columns]
             expected = [ref(x.astype(np.float64)) for ref, _ in refs]
-            outputs = [to_device(np.full(e.shape, -1 if integer else np.nan, np.int64 if integer else np_dtype), device) for e in expected]
-            got = fec.run([to_device(x, device)], outputs=outputs)
+            buffers = [to_device(np.full((e.shape[0] * step, *e.shape[1:]), poison, out_dtype), device) for e in expected]
+            got = fec.run([to_device(whole, device)[columns]], outputs=[b[::step] for b in buffers])
             for out, want, (_, exact) in zip(got, expected, refs):
                 atol = 0 if exact else 64 * eps * np.sqrt(cols)
                 np.testing.assert_allclose(to_host(out), want, rtol=0 if exact else 64 * eps, atol=atol, err_msg=f"{kind} {cols} columns, {blocks} blocks")
-            np.testing.assert_array_equal(x, before)
+            gaps = [to_host(b)[1::step] for b in buffers] if step > 1 else []
+            assert all(np.isnan(g).all() for g in gaps), f"{kind} {cols} columns: written outside the output's view"
+            np.testing.assert_array_equal(whole, before)

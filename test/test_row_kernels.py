@@ -407,6 +407,30 @@ def test_rows_of_no_columns(case, cuda):
     assert to_host(got).shape == (3, 0)
 
 
+#: Rows that are not whole vectors and that groups of a warp's lanes take
+#: with FLAT_SPAN_ROWS: each side of a span's step (float32, 4 columns a
+#: vector: 12, 28, 60, 124 and 252 columns; bfloat16, 8: 24, 56, 120, 248
+#: and 504) and past the last, to a warp a row.
+FLAT_SPAN_LENGTHS = [5, 9, 10, 13, 23, 25, 27, 29, 55, 57, 61, 77, 100, 119, 121, 123, 125, 247, 249, 250, 251, 253, 255, 503, 505, 511]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [None, 3], ids=["a-row-a-group", "capped-grid"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_short_rows_that_are_not_whole_vectors_in_groups_of_lanes(case, dtype, blocks, constants):
+    """FLAT_SPAN_ROWS on (off by default, not yet measured): short rows that
+    are not whole vectors walk the tensor's flat vectors in groups of a
+    warp's lanes, 1 to 16 lanes a row, each group's first and last vectors
+    shared with the rows beside it (and, in a warp, with other groups');
+    7 rows, so the last warp's groups are partly idle; uncapped and on a
+    grid capped at 3 blocks."""
+    constants.setattr(gpu_schedule, "FLAT_SPAN_ROWS", True)
+    if blocks is not None:
+        cap_row_grids(constants, blocks)
+    check_rows(case, dtype, "cuda", FLAT_SPAN_LENGTHS, rows=7)
+
+
 #: Row lengths of the plain reductions' row plans (ROW_PLAN_REDUCTIONS):
 #: groups of 1 to 16 lanes (float32 rows of up to 256 columns), warps of 4
 #: and 8 slots (to 512 and 1024 columns), cached blocks to 32K and rows read

@@ -33,7 +33,7 @@ persistent rows (a whole segment)
     register for the rest of the row, as does every value computed per row (their temporaries are
     not even allocated). Rows of up to :data:`WARP_CACHED` 16-byte slots
     per lane of a warp (float32: 1024 columns; rows that half a warp
-    holds, a group of its lanes a row: :data:`SPAN_ROWS`; in blocks of two
+    holds, a group of its lanes a row: :data:`SPAN_ROWS`, :data:`FLAT_SPAN_ROWS`; in blocks of two
     warps where one generic reads the row: :data:`STREAMED_WARP_THREADS`),
     or of blocks of 128 to 1024 threads holding a
     few 16-byte slots a lane (:data:`BLOCK_CACHED`: up to 32K columns where
@@ -277,6 +277,17 @@ WARP_BLOCK_THREADS = WARP
 #: longer rows: the span computed in the kernel cost a layer norm bfloat16
 #: of 1K columns 9 registers (80), and 129.0 -> 137.6 us.
 SPAN_ROWS = True
+#: :data:`SPAN_ROWS` for rows that are not whole vectors too, whose lanes
+#: walk the tensor's flat vectors (:data:`FLAT_ROWS`): a group of a
+#: warp's lanes holds a vector fewer columns than its slots (the row's
+#: first and last vectors may be partial), so its span steps at ``lanes *
+#: columns - vector``. Without it such rows of up to 512 bfloat16 or 256
+#: float32 columns take a warp each: a softmax of rows of 77 columns (a
+#: CLIP text encoder's attention) or 10 (ten classes) launches 2.4 and 0.3
+#: elements a thread, under one 16-byte vector; with it 19.2 and 10.0 in
+#: bfloat16 (``scripts/row_threads.py``). Off: not measured on a GPU yet
+#: (no device in the session that wrote it).
+FLAT_SPAN_ROWS = False
 #: Threads of a block of the cached warp variants where the row is
 #: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *
 #: y)``), so a lane holds only its slots' loads in flight (32-40 registers).
@@ -869,6 +880,7 @@ class _RowGroup:
     early_weights: bool = False  # its weights loaded with its row (:data:`EARLY_WEIGHTS`)
     chunk_slots: int = 0  # slots a lane of an uncached walk's chunk (0: :data:`CHUNK_SLOTS`; :data:`WRITE_ONLY_BLOCK`)
     spans: bool = False  # a warp's lanes in groups of a row each, as few as hold the row (:data:`SPAN_ROWS`)
+    span_less: int = 0  # columns a group of lanes holds fewer than its slots (a flat walk's vector: :data:`FLAT_SPAN_ROWS`)
 
     def ids(self, k: "_Kernel", cols: ir.Value | None = None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(this group's first row, row stride, lane, lanes) as index values
@@ -886,7 +898,7 @@ class _RowGroup:
     def span_steps(self) -> list[tuple[int, int]]:
         """(lanes, columns) of :meth:`span`'s steps: a row longer than
         ``columns`` takes ``lanes`` more lanes (from 1)."""
-        return [(lanes, lanes * self.columns) for lanes in (1, 2, 4, 8, 16)]
+        return [(lanes, lanes * self.columns - self.span_less) for lanes in (1, 2, 4, 8, 16)]
 
     def span(self, cols: ir.Value) -> ir.Value:
         """The lanes that take a row of ``cols`` columns (:data:`SPAN_ROWS`):
@@ -3075,9 +3087,11 @@ class _SegmentScheduler:
 
         warp_threads = STREAMED_WARP_THREADS if streamed else WARP_BLOCK_THREADS
         for slots in WARP_CACHED if narrow else ():
-            if SPAN_ROWS and slots == min(WARP_CACHED) and not flat:  # rows that half a warp's lanes hold: groups of lanes
-                half = WARP // 2 * slots * lanes
-                groups.append(_RowGroup("warp", up_to(half), cached=True, columns=slots * lanes, threads=warp_threads, spans=True))
+            if SPAN_ROWS and slots == min(WARP_CACHED) and (FLAT_SPAN_ROWS or not flat):  # rows that half a warp's lanes hold: groups of lanes
+                half = reach(WARP // 2 * slots * lanes)
+                groups.append(
+                    _RowGroup("warp", up_to(half), cached=True, columns=slots * lanes, threads=warp_threads, spans=True, span_less=lanes if flat else 0)
+                )
                 below = half
             groups.append(_RowGroup("warp", up_to(reach(WARP * slots * lanes)), cached=True, columns=slots * lanes, threads=warp_threads))
             below = reach(WARP * slots * lanes)

@@ -827,6 +827,31 @@ def test_plain_reductions_as_row_plans(monkeypatch, on):
                 assert [launch.block[0] for launch in chosen] == [256] * (1 + both) and grids == [[5, 1, 1]] * (1 + both), (both, cols)
 
 
+@pytest.mark.parametrize("spans", [True, False])
+def test_short_rows_that_are_not_whole_vectors_take_groups_of_lanes(monkeypatch, spans):
+    """FLAT_SPAN_ROWS (off by default): rows that are not whole vectors, and
+    that half a warp's lanes hold less a vector (bfloat16, 8 columns a
+    vector, 32 a lane: up to 504 columns), take groups of a warp's lanes as
+    whole-vector rows do, each group a vector short of its slots: a
+    bfloat16 softmax's rows of 10, 30, 77, 202 and 500 columns take 1, 2,
+    4, 8 and 16 lanes, all in one kernel; rows of 505 a warp each
+    (test/test_row_kernels.py checks their results on the GPU). Off, a warp
+    a row."""
+    monkeypatch.setattr(gpu_schedule, "FLAT_SPAN_ROWS", spans)
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    (program,) = scheduled.programs.values()
+    kernels = {}
+    for cols, span in [(10, 1), (30, 2), (77, 4), (202, 8), (500, 16), (505, 32)]:
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
+        kernels[cols] = launch.kernel
+        grid = [evaluate(g, [(33, cols), (33, cols)], []) for g in launch.grid]
+        assert grid == [-(-33 // (32 // span)) if spans else 33, 1, 1], (cols, grid)
+    assert len({kernels[c] for c in (10, 30, 77, 202, 500)}) == 1  # one kernel for every span
+    assert (kernels[500] != kernels[505]) == spans
+
+
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):
     """Whether a row fits a cached block variant counts the words its loaded
     columns take (a bfloat16 column half a word), but at least a register a

@@ -281,8 +281,8 @@ SPAN_ROWS = True
 #: walk the tensor's flat vectors (:data:`FLAT_ROWS`): a group of a
 #: warp's lanes holds a vector fewer columns than its slots (the row's
 #: first and last vectors may be partial), so its span steps at ``lanes *
-#: columns - vector``. Without it such rows of up to 512 bfloat16 or 256
-#: float32 columns take a warp each: a softmax of rows of 77 columns (a
+#: columns - vector`` (rows of up to 504 bfloat16 or 252 float32 columns).
+#: Without it such rows take a warp each: a softmax of rows of 77 columns (a
 #: CLIP text encoder's attention) or 10 (ten classes) launches 2.4 and 0.3
 #: elements a thread, under one 16-byte vector; with it 19.2 and 10.0 in
 #: bfloat16 (``scripts/row_threads.py``). Off: not measured on a GPU yet

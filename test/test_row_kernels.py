@@ -465,15 +465,16 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
     sums, and int32 ones promoted to int64, in blocks: their accumulators
     are too wide for shuffles; a sum of every other column into every other
     element of a buffer, in the strided variants), uncapped and on a grid
-    capped at 3 blocks; on the CPU the same fusions as they always run. 7
+    capped at 3 blocks, on every row ("short": the groups of lanes, then
+    the inner reductions); on the CPU the same fusions as they always run. 7
     rows (3 x 7 in 3-D), given outputs poisoned with NaN (-1 for int64),
     against float64 NumPy: float sums to a rounding error that grows with
     the row, integer sums and maxima exact; the input unchanged, and the
     strided output's gaps still poisoned."""
-    monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", True)
     monkeypatch.setenv("FUSER_CACHE", "0")
     step = 2 if kind == "sum-strided" else 1
-    for blocks in [None] if device == "cpu" else [None, 3]:
+    for mode, blocks in [(True, None)] if device == "cpu" else [(True, None), ("short", None), (True, 3), ("short", 3)]:  # (the cap stays set)
+        monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", mode)
         if blocks is not None:
             cap_row_grids(monkeypatch, blocks)
         fd, refs, np_dtype, rank = plain_reduction(kind)
@@ -491,7 +492,7 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
             got = fec.run([to_device(whole, device)[columns]], outputs=[b[::step] for b in buffers])
             for out, want, (_, exact) in zip(got, expected, refs):
                 atol = 0 if exact else 64 * eps * np.sqrt(cols)
-                np.testing.assert_allclose(to_host(out), want, rtol=0 if exact else 64 * eps, atol=atol, err_msg=f"{kind} {cols} columns, {blocks} blocks")
+                np.testing.assert_allclose(to_host(out), want, rtol=0 if exact else 64 * eps, atol=atol, err_msg=f"{kind} {cols} columns, {mode}, {blocks} blocks")
             gaps = [to_host(b)[1::step] for b in buffers] if step > 1 else []
             assert all(np.isnan(g).all() for g in gaps), f"{kind} {cols} columns: written outside the output's view"
             np.testing.assert_array_equal(whole, before)

@@ -314,10 +314,12 @@ STREAMED_WARP_THREADS = 2 * WARP
 #: once (a sum and a max: two kernels, each reading the row, without it).
 #: The price is compile time: a float32 sum compiles 33 kernels (every row
 #: variant) where ``inner_reduction`` compiles 4, 1.45 s against 0.18 s on a
-#: 2-core host. Off: not measured on a GPU yet (no device in the session
-#: that wrote it); a sweep of float32 sums of rows of 16 to 32K columns
-#: against torch.compile decides.
-ROW_PLAN_REDUCTIONS = False
+#: 2-core host. ``"short"``: the row plan's groups of a warp's lanes alone
+#: take the rows they hold (up to 256 float32 columns), ``inner_reduction``
+#: the others. Off (False): not measured on a GPU yet (no device in the
+#: session that wrote it); a sweep of float32 sums of rows of 16 to 32K
+#: columns against torch.compile decides between False, True and "short".
+ROW_PLAN_REDUCTIONS: bool | str = False
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K
@@ -2451,14 +2453,19 @@ class _SegmentScheduler:
             else:
                 raise CompileError(f"the GPU schedulers cannot run '{name}' in segment @{self.prefix}")
         plan = _RowPlan.of(self, generics)
+        short = plan is not None and plan.plain and ROW_PLAN_REDUCTIONS == "short"
         if plan is not None:
-            self.persistent_rows(plan)
-        else:
+            self.persistent_rows(plan, spans_only=short)
+        if plan is None or short:
+            taken = [launch.when for launch in self.launches]  # the rows the row plan's groups of lanes take
+            first = len(self.launches)
             for i, g in enumerate(generics):
                 if g is not self.folded:  # else run by the outer reduction before it
                     self.generic(g, generics[i + 1 :])
             for buffer in list(self.pending_fills):
                 self.flush_fill(buffer)
+            for launch in self.launches[first:] if taken else ():
+                launch.when = _both(launch.when, ["sub", ["const", 1], _sum_of(taken)])
         return self.program()
 
     def program(self) -> SegmentProgram:
@@ -3456,7 +3463,7 @@ class _SegmentScheduler:
             self._holder = self._holder_op.regions[0].blocks.append()
         return self._holder
 
-    def persistent_rows(self, plan: "_RowPlan") -> None:
+    def persistent_rows(self, plan: "_RowPlan", spans_only: bool = False) -> None:
         """The whole segment as one kernel, a warp or a block per row (rows in
         a grid-stride loop; the launch program picks the scheme by the row
         length): each generic runs in turn for the row, lanes strided over
@@ -3468,7 +3475,9 @@ class _SegmentScheduler:
         loaded once and full-size temporaries never reach memory; in the
         others each generic reads the row again, and full-size buffers are
         written and read back by the same lane (same column mapping), so no
-        barrier is needed between generics."""
+        barrier is needed between generics. With ``spans_only``, the
+        variants of groups of a warp's lanes alone (:data:`ROW_PLAN_REDUCTIONS`
+        ``"short"``: the launches that follow take the other rows)."""
         p = plan.rank_p
         reductions = [g for g, role in plan.steps if role == "reduce"]
         cols_f = _product(self.size_formulas(plan.anchor)[p:])
@@ -3493,7 +3502,7 @@ class _SegmentScheduler:
                 cols_f, _narrow(reductions), SCALAR_CACHED_ROWS if scalar else vector_lanes, registers, 0 if scalar else staged_bytes,
                 buffer.bytes if buffer and vector_lanes > 1 else (0, ()), scalar=scalar, streamed=streamed,
             )
-            variants += [(group, vector_lanes, _both(group.when, condition), flat) for group in groups]
+            variants += [(group, vector_lanes, _both(group.when, condition), flat) for group in groups if group.spans or not spans_only]
         writes_rows = any(role == "full" and any(self.binding(o)[0] != "temp" for o in g.outputs) for g, role in plan.steps)
         for group, vector_lanes, when, flat in variants:
             k = self.kernel(evict_last=writes_rows)  # a reduction to row values alone (a bfloat16 sum): see L2_EVICT_LAST
@@ -3795,6 +3804,7 @@ class _RowPlan:
     row_formulas: list[list]
     steps: list[tuple[_Generic, str]]  # (generic, fill | reduce | row | full)
     row_temps: set
+    plain: bool = False  # fills and reductions alone, whose results it stores (:data:`ROW_PLAN_REDUCTIONS`)
 
     @classmethod
     def of(cls, scheduler: "_SegmentScheduler", generics: list[_Generic]) -> "_RowPlan | None":
@@ -3860,7 +3870,7 @@ class _RowPlan:
             steps.append((g, role))
         if any(o in results for o in fills):
             return None  # a stored result filled and never reduced into
-        return cls(anchor, p, rows, steps, row_temps)
+        return cls(anchor, p, rows, steps, row_temps, plain)
 
     @staticmethod
     def stored_results(scheduler: "_SegmentScheduler", generics: list[_Generic], p: int) -> set:

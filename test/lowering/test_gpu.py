@@ -795,17 +795,19 @@ def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
     assert kernels[520] == kernels[1024] and (kernels[512] != kernels[1024]) == spans  # a warp a row: the variant as it was
 
 
-@pytest.mark.parametrize("on", [True, False], ids=["row-plans", "inner-reductions"])
+@pytest.mark.parametrize("on", [True, "short", False], ids=["row-plans", "short-rows", "inner-reductions"])
 def test_plain_reductions_as_row_plans(monkeypatch, on):
     """ROW_PLAN_REDUCTIONS (off by default): plain reductions over rows run as
     row plans. A float32 sum, its row read by one generic, takes the
     streamed warps' blocks of two (STREAMED_WARP_THREADS), a sum and a max
     of the same rows one kernel that reads them once, in blocks of one
     warp; short rows take a group of a warp's lanes each (SPAN_ROWS: 16
-    columns 1 lane, 64 4 lanes), so 33 rows of 16, 64 and 1024 columns take
-    1, 3 and 17 blocks of two warps, or 2, 5 and 33 of one
-    (test/test_row_kernels.py checks their results on the GPU). Off, they
-    are inner reductions: a warp a row in 256-thread blocks, a kernel each."""
+    columns 1 lane, 64 4 lanes, 257 and more a warp), so 33 rows of 16, 64
+    and 1024 columns take 1, 3 and 17 blocks of two warps, or 2, 5 and 33
+    of one (test/test_row_kernels.py checks their results on the GPU).
+    "short": the groups of lanes alone (rows of up to 256 columns), longer
+    rows inner reductions. Off, all are inner reductions: a warp a row in
+    256-thread blocks (33 rows, 5 blocks), a kernel each."""
     monkeypatch.setattr(gpu_schedule, "ROW_PLAN_REDUCTIONS", on)
     for both, threads, blocks in [(False, 64, (1, 3, 17)), (True, 32, (2, 5, 33))]:
         with FusionDefinition() as fd:
@@ -821,10 +823,12 @@ def test_plain_reductions_as_row_plans(monkeypatch, on):
             shapes = [(33, cols)] + [(33,)] * (1 + both)
             chosen = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
             grids = [[evaluate(g, shapes, []) for g in launch.grid] for launch in chosen]
-            if on:
+            if on is True or (on == "short" and cols <= 256):
                 assert [launch.block[0] for launch in chosen] == [threads] and grids == [[row_blocks, 1, 1]], (both, cols)
             else:
                 assert [launch.block[0] for launch in chosen] == [256] * (1 + both) and grids == [[5, 1, 1]] * (1 + both), (both, cols)
+        if on == "short":  # the groups of lanes (vector and scalar), and each reduction's warps and blocks (vector and scalar)
+            assert [launch.block[0] for launch in program.launches] == [threads] * 2 + [256] * 4 * (1 + both), both
 
 
 @pytest.mark.parametrize("spans", [True, False])

@@ -442,35 +442,38 @@ PLAIN_LENGTHS = [1, 3, 4, 16, 64, 100, 128, 256, 260, 512, 1000, 1024, 1032, 409
 def plain_reduction(kind: str):
     """(fusion, float64 reference and exactness of each output, dtype, rank) of a reduction over the last dim."""
     dtype, np_dtype = {"sum-float64": (DataType.Double, np.float64), "sum-int32": (DataType.Int32, np.int32)}.get(kind, (DataType.Float, np.float32))
-    rank = 3 if kind == "sum-3d" else 2
+    rank = 3 if kind in ("sum-3d", "sum-of-two-dims") else 2
+    dims = [1, 2] if kind == "sum-of-two-dims" else [rank - 1]
     with FusionDefinition(name="plain_" + kind.replace("-", "_")) as fd:
         x = fd.define_tensor(shape=[-1] * rank, dtype=dtype)
         if kind in ("max", "sum-and-max"):
             if kind == "sum-and-max":
-                fd.add_output(fd.ops.sum(x, dims=[rank - 1]))
-            fd.add_output(fd.ops.max(x, dims=[rank - 1]))
+                fd.add_output(fd.ops.sum(x, dims=dims))
+            fd.add_output(fd.ops.max(x, dims=dims))
         else:
-            fd.add_output(fd.ops.sum(x, dims=[rank - 1], keepdim=kind == "sum-keepdim"))
-    row_sum, row_max = (lambda x: x.sum(axis=-1, keepdims=kind == "sum-keepdim"), kind == "sum-int32"), (lambda x: x.max(axis=-1), True)
+            fd.add_output(fd.ops.sum(x, dims=dims, keepdim=kind == "sum-keepdim"))
+    axes = tuple(dims)
+    row_sum, row_max = (lambda x: x.sum(axis=axes, keepdims=kind == "sum-keepdim"), kind == "sum-int32"), (lambda x: x.max(axis=axes), True)
     refs = {"max": [row_max], "sum-and-max": [row_sum, row_max]}.get(kind, [row_sum])
     return fd, refs, np_dtype, rank
 
 
-@pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d", "sum-strided"])
+@pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d", "sum-of-two-dims", "sum-strided"])
 def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
-    """Plain reductions over the last dim with ROW_PLAN_REDUCTIONS on (off
-    by default, not yet measured): on the GPU the row plan's kernels, a group
-    of a warp's lanes to a block a row, thread 0 of the group storing the
+    """Plain reductions over the last dims with ROW_PLAN_REDUCTIONS on (off
+    by default, not yet measured), on every row and in its "short" mode
+    (the groups of lanes, then the inner reductions), uncapped and on a
+    grid capped at 3 blocks. On the GPU: the row plan's kernels, a group of
+    a warp's lanes to a block a row, thread 0 of the group storing the
     row's results (a sum and a max of the same rows in one kernel; float64
     sums, and int32 ones promoted to int64, in blocks: their accumulators
     are too wide for shuffles; a sum of every other column into every other
-    element of a buffer, in the strided variants), uncapped and on a grid
-    capped at 3 blocks, on every row ("short": the groups of lanes, then
-    the inner reductions); on the CPU the same fusions as they always run. 7
-    rows (3 x 7 in 3-D), given outputs poisoned with NaN (-1 for int64),
-    against float64 NumPy: float sums to a rounding error that grows with
-    the row, integer sums and maxima exact; the input unchanged, and the
-    strided output's gaps still poisoned."""
+    element of a buffer, in the strided variants; a sum over the last two
+    dims of a 3-D tensor, a column at a time). On the CPU: the same fusions
+    as they always run. 7 rows (3 x 7 in 3-D), given outputs poisoned with
+    NaN (-1 for int64), against float64 NumPy: float sums to a rounding
+    error that grows with the row, integer sums and maxima exact; the input
+    unchanged, and the strided output's gaps still poisoned."""
     monkeypatch.setenv("FUSER_CACHE", "0")
     step = 2 if kind == "sum-strided" else 1
     for mode, blocks in [(True, None)] if device == "cpu" else [(True, None), ("short", None), (True, 3), ("short", 3)]:  # (the cap stays set)

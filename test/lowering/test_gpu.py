@@ -769,6 +769,24 @@ def test_streamed_rows_run_their_warps_in_blocks_of_two():
     assert blocks(softmax_bf16(), 1, True) == [32, 32, 256]
 
 
+def softmax_spans(spans_by_length: dict[int, int], spans: bool) -> dict[int, str]:
+    """The kernel a bfloat16 softmax's launch program picks for 33 rows of
+    each length, whose grid of one-warp blocks must give each row
+    ``spans_by_length[length]`` lanes where ``spans`` (32 / span rows a
+    block), else a warp (a block a row)."""
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    (program,) = scheduled.programs.values()
+    kernels = {}
+    for cols, span in spans_by_length.items():
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
+        kernels[cols] = launch.kernel
+        grid = [evaluate(g, [(33, cols), (33, cols)], []) for g in launch.grid]
+        assert grid == [-(-33 // (32 // span)) if spans else 33, 1, 1], (cols, grid)
+    return kernels
+
+
 @pytest.mark.parametrize("spans", [True, False])
 def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
     """SPAN_ROWS: rows that half a warp's lanes hold in 4 slots each take a
@@ -781,16 +799,7 @@ def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
     results); longer rows a warp each, in the variant as it was. Off, a
     warp a row."""
     monkeypatch.setattr(gpu_schedule, "SPAN_ROWS", spans)
-    context, module = outlined(softmax_bf16())
-    with context, ir.Location.unknown():
-        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
-    (program,) = scheduled.programs.values()
-    kernels = {}
-    for cols, span in [(8, 1), (64, 2), (128, 4), (512, 16), (520, 32), (1024, 32)]:
-        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
-        kernels[cols] = launch.kernel
-        grid = [evaluate(g, [(33, cols), (33, cols)], []) for g in launch.grid]
-        assert grid == [-(-33 // (32 // span)) if spans else 33, 1, 1], (cols, grid)
+    kernels = softmax_spans({8: 1, 64: 2, 128: 4, 512: 16, 520: 32, 1024: 32}, spans)
     assert len({kernels[c] for c in (8, 64, 128, 512)}) == 1  # one kernel for every span
     assert kernels[520] == kernels[1024] and (kernels[512] != kernels[1024]) == spans  # a warp a row: the variant as it was
 
@@ -842,16 +851,7 @@ def test_short_rows_that_are_not_whole_vectors_take_groups_of_lanes(monkeypatch,
     (test/test_row_kernels.py checks their results on the GPU). Off, a warp
     a row."""
     monkeypatch.setattr(gpu_schedule, "FLAT_SPAN_ROWS", spans)
-    context, module = outlined(softmax_bf16())
-    with context, ir.Location.unknown():
-        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
-    (program,) = scheduled.programs.values()
-    kernels = {}
-    for cols, span in [(10, 1), (30, 2), (77, 4), (202, 8), (500, 16), (505, 32)]:
-        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
-        kernels[cols] = launch.kernel
-        grid = [evaluate(g, [(33, cols), (33, cols)], []) for g in launch.grid]
-        assert grid == [-(-33 // (32 // span)) if spans else 33, 1, 1], (cols, grid)
+    kernels = softmax_spans({10: 1, 30: 2, 77: 4, 202: 8, 500: 16, 505: 32}, spans)
     assert len({kernels[c] for c in (10, 30, 77, 202, 500)}) == 1  # one kernel for every span
     assert (kernels[500] != kernels[505]) == spans
 

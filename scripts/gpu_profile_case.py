@@ -25,10 +25,15 @@ import run as bench  # noqa: E402
 from fuser_mlir.runtime.launch import evaluate  # noqa: E402
 
 
-def launched(program, shapes: list, sms: int | None = None) -> list[str]:
-    """The kernels of a segment's launch ``program`` whose launch condition
+def launches_run(program, shapes: list, sms: int | None = None) -> list:
+    """The launches of a segment's launch ``program`` whose launch condition
     holds (or that have none) for arguments of ``shapes`` on ``sms`` SMs."""
-    return [launch.kernel for launch in program.launches if launch.when is None or evaluate(launch.when, shapes, [], sms)]
+    return [launch for launch in program.launches if launch.when is None or evaluate(launch.when, shapes, [], sms)]
+
+
+def launched(program, shapes: list, sms: int | None = None) -> list[str]:
+    """The kernels of :func:`launches_run`."""
+    return [launch.kernel for launch in launches_run(program, shapes, sms)]
 
 
 def chosen_kernels(programs: dict, shapes: list) -> dict[str, list[str]]:

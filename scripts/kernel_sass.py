@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
-from gpu_profile_case import launched  # noqa: E402
+from gpu_profile_case import launches_run  # noqa: E402
 from fuser_mlir.compiler import compile_fusion  # noqa: E402
 from scheduler_settings import applied, case_arguments  # noqa: E402
 
@@ -54,13 +54,18 @@ def nvdisasm() -> str:
     raise SystemExit("nvdisasm not found: install the dev extra (pip install -e '.[dev]': nvidia-cuda-nvdisasm) or put it on PATH")
 
 
-def chosen_kernels(compiled, input_shapes: list, sms: int = H200_SMS) -> list[str]:
-    """The kernel each step's launch program picks for inputs of ``input_shapes``."""
+def chosen_launches(compiled, input_shapes: list, sms: int = H200_SMS) -> list[tuple[object, list]]:
+    """(launch, its arguments' shapes) of each launch each step's launch program picks for inputs of ``input_shapes``."""
     plan, chosen = compiled.plan, []
     for step in plan.steps:
         shapes = [plan.buffer(b).shape_for(input_shapes) for kind, b in step.args if kind == "buffer"]
-        chosen += launched(compiled.program.programs[step.kernel], shapes, sms)
+        chosen += [(launch, shapes) for launch in launches_run(compiled.program.programs[step.kernel], shapes, sms)]
     return chosen
+
+
+def chosen_kernels(compiled, input_shapes: list, sms: int = H200_SMS) -> list[str]:
+    """The kernel each step's launch program picks for inputs of ``input_shapes``."""
+    return [launch.kernel for launch, _ in chosen_launches(compiled, input_shapes, sms)]
 
 
 def kernel_section(sass: str, kernel: str) -> list[str]:

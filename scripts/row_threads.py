@@ -27,34 +27,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
 from fuser_mlir.compiler import compile_fusion  # noqa: E402
 from fuser_mlir.runtime.launch import evaluate  # noqa: E402
-from scheduler_settings import applied  # noqa: E402
+from kernel_sass import H200_SMS, ITEMSIZE, chosen_launches  # noqa: E402
+from scheduler_settings import applied, pop_option  # noqa: E402
 
-H200_SMS = 132
-ITEMSIZE = {"float32": 4, "bfloat16": 2}
 CASES = [f"{case}:{dtype}" for case in ("inner_sum", "softmax", "layer_norm", "rms_norm", "scale_bias") for dtype in ITEMSIZE]
 HIDDEN = [4, 10, 16, 32, 64, 77, 100, 128, 200, 250, 256, 500, 512, 1000, 1023, 1024, 2048, 4096, 8192, 32768, 50257]
 
 
-def threads_launched(program, shapes: list, sms: int = H200_SMS) -> list[int]:
-    """Threads of each launch of a segment's ``program`` whose condition holds for arguments of ``shapes``."""
-    counts = []
-    for launch in program.launches:
-        if launch.when is not None and not evaluate(launch.when, shapes, [], sms):
-            continue
-        grid = [evaluate(g, shapes, [], sms) for g in launch.grid]
-        counts.append(grid[0] * grid[1] * grid[2] * launch.block[0] * launch.block[1] * launch.block[2])
-    return counts
-
-
 def elements_per_thread(compiled, input_shapes: list) -> float:
-    """The elements of the first input per thread of the most threads any one launch of the fusion has."""
-    elements = 1
+    """The elements of the first input per thread of the launch with the most threads."""
+    elements, most = 1, 1
     for size in input_shapes[0]:
         elements *= size
-    plan, most = compiled.plan, 1
-    for step in plan.steps:
-        shapes = [plan.buffer(b).shape_for(input_shapes) for kind, b in step.args if kind == "buffer"]
-        most = max([most, *threads_launched(compiled.program.programs[step.kernel], shapes)])
+    for launch, shapes in chosen_launches(compiled, input_shapes):
+        grid = [evaluate(g, shapes, [], H200_SMS) for g in launch.grid]
+        most = max(most, grid[0] * grid[1] * grid[2] * launch.block[0] * launch.block[1] * launch.block[2])
     return elements / most
 
 
@@ -81,20 +68,12 @@ def main(specs: list[str], hidden: list[int], megabytes: int = 256, setting: str
 
 def parse_args(argv: list[str]) -> tuple[list[str], list[int], int, str]:
     """(CASE:DTYPE specs, row lengths, MB, --setting's code) from the command line."""
-    args, hidden, setting = list(argv), HIDDEN, ""
-    for flag in ("--hidden", "--setting"):
-        if flag in args:
-            at = args.index(flag)
-            if at + 1 >= len(args):
-                raise SystemExit(f"{flag} needs a value")
-            value = args.pop(at + 1)
-            args.pop(at)
-            if flag == "--setting":
-                setting = value
-            elif not all(h.isdigit() and int(h) > 0 for h in value.split(",")):
-                raise SystemExit(f"--hidden takes positive row lengths separated by commas, like 10,77,128; got {value!r}")
-            else:
-                hidden = [int(h) for h in value.split(",")]
+    args = list(argv)
+    setting = pop_option(args, "--setting", "--setting needs the code to run, e.g. --setting 'FLAT_SPAN_ROWS = True'") or ""
+    lengths = pop_option(args, "--hidden", "--hidden needs row lengths, e.g. --hidden 10,77,128")
+    if lengths is not None and not all(h.isdigit() and int(h) > 0 for h in lengths.split(",")):
+        raise SystemExit(f"--hidden takes positive row lengths separated by commas, like 10,77,128; got {lengths!r}")
+    hidden = HIDDEN if lengths is None else [int(h) for h in lengths.split(",")]
     megabytes = [a for a in args if a.isdigit()]
     specs = [a for a in args if not a.isdigit()]
     if len(megabytes) > 1 or any(s.startswith("--") for s in specs):

@@ -51,17 +51,25 @@ def applied(setting: str):
         restore(saved)
 
 
+def pop_option(args: list[str], flag: str, missing: str) -> str | None:
+    """The value after ``flag`` in ``args``, both taken out (None without the
+    flag); SystemExit with ``missing`` where no value follows it."""
+    if flag not in args:
+        return None
+    at = args.index(flag)
+    if at + 1 >= len(args):
+        raise SystemExit(missing)
+    value = args.pop(at + 1)
+    args.pop(at)
+    return value
+
+
 def case_arguments(argv: list[str], usage: str) -> tuple[str, int, str]:
     """(CASE:DTYPE:HIDDEN, MB (default 256), ``--setting``'s code) from a
     script's remaining arguments (its flags taken out already); SystemExit
     with ``usage`` on anything else."""
-    args, setting = list(argv), ""
-    if "--setting" in args:
-        at = args.index("--setting")
-        if at + 1 >= len(args):
-            raise SystemExit("--setting needs the code to run, e.g. --setting 'SHARED_WEIGHT_BYTES = 0'")
-        setting = args.pop(at + 1)
-        args.pop(at)
+    args = list(argv)
+    setting = pop_option(args, "--setting", "--setting needs the code to run, e.g. --setting 'SHARED_WEIGHT_BYTES = 0'") or ""
     if not 1 <= len(args) <= 2 or any(a.startswith("--") for a in args) or (len(args) == 2 and not args[1].isdigit()):
         raise SystemExit(usage)
     return args[0], int(args[1]) if len(args) == 2 else 256, setting

@@ -472,8 +472,11 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
     dims of a 3-D tensor, a column at a time). On the CPU: the same fusions
     as they always run. 7 rows (3 x 7 in 3-D), given outputs poisoned with
     NaN (-1 for int64), against float64 NumPy: float sums to a rounding
-    error that grows with the row, integer sums and maxima exact; the input
-    unchanged, and the strided output's gaps still poisoned."""
+    error that grows with the row (as its square root where partial sums
+    are combined, as the row where one accumulator takes every column: the
+    CPU's strided rows, whose error at 65544 columns had a 99th percentile of
+    3.4e-3, where 64 eps sqrt(cols) is 2.0e-3), integer sums and maxima
+    exact; the input unchanged, and the strided output's gaps still poisoned."""
     monkeypatch.setenv("FUSER_CACHE", "0")
     step = 2 if kind == "sum-strided" else 1
     for mode, blocks in [(True, None)] if device == "cpu" else [(True, None), ("short", None), (True, 3), ("short", 3)]:  # (the cap stays set)
@@ -494,7 +497,7 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
             buffers = [to_device(np.full((e.shape[0] * step, *e.shape[1:]), poison, out_dtype), device) for e in expected]
             got = fec.run([to_device(whole, device)[columns]], outputs=[b[::step] for b in buffers])
             for out, want, (_, exact) in zip(got, expected, refs):
-                atol = 0 if exact else 64 * eps * np.sqrt(cols)
+                atol = 0 if exact else eps * max(64 * np.sqrt(cols), 2 * cols)
                 np.testing.assert_allclose(to_host(out), want, rtol=0 if exact else 64 * eps, atol=atol, err_msg=f"{kind} {cols} columns, {mode}, {blocks} blocks")
             gaps = [to_host(b)[1::step] for b in buffers] if step > 1 else []
             assert all(np.isnan(g).all() for g in gaps), f"{kind} {cols} columns: written outside the output's view"

@@ -284,11 +284,13 @@ def save_reproducer(text: str, prefix: str = "fuser") -> str:
 
 
 def run_pipeline(
-    module: ir.Module, text: str, *, print_ir_after_all: bool = False, source_name: str | None = None
+    module: ir.Module, text: str, *, print_ir_after_all: bool = False, source_name: str | None = None, verify: bool = True
 ) -> None:
-    """Run ``text`` on ``module`` in place; raise PipelineError with the diagnostics."""
+    """Run ``text`` on ``module`` in place; raise PipelineError with the
+    diagnostics. ``verify=False``: no verifier after each pass."""
     context = module.context
     pm = build_pass_manager(text, context)
+    pm.enable_verifier(verify)
     if print_ir_after_all:
         pm.enable_ir_printing(print_after_all=True)
     with DiagnosticCollector(context, source_name=source_name) as diags:

@@ -17,8 +17,9 @@
 ``convert-gpu-to-nvvm``, ``nvvm-attach-target`` with libdevice linked in,
 ``gpu-module-to-binary{format=isa}``) to PTX for the target architecture
 (:func:`target_arch`: ``FUSER_CUDA_ARCH``, else the current device, else
-sm_90), and to a cubin with ``ptxas`` where it is on PATH (the driver then
-does not JIT the PTX at load). The result is a
+sm_90), each kernel in a module of its own on MLIR's threads and the PTX
+merged into one module (:func:`to_ptx`), and to a cubin with ``ptxas``
+where it is on PATH (the driver then does not JIT the PTX at load). The result is a
 :class:`~fuser_mlir.runtime.image.KernelImage`: the binaries plus the launch
 programs, which :func:`fuser_mlir.runtime.cuda.load_kernels` runs with the
 CUDA driver, here or in a process without MLIR.
@@ -56,6 +57,7 @@ from fuser_mlir._mlir import arith, ir, vector
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.lowering.cpu import UNSIGNED_WRAP_FLAGS, copies_as_linalg, rewrite_text, segments_only
 from fuser_mlir.lowering.gpu_schedule import EVICT_LAST_ATTRIBUTE, schedule_segment
+from fuser_mlir.lowering.ptx import FUNCTION, PtxMergeError, merge_ptx
 from fuser_mlir.passes.lower_to_cpu import symbol_name
 from fuser_mlir.pipeline import GPU_NVVM_PIPELINE, attach_target, run_pipeline, save_reproducer
 from fuser_mlir.runtime import cuda
@@ -161,8 +163,6 @@ L2_POLICY_REGISTER = "%fuser_l2_evict_last"
 #: A global load (plain or ``.nc``, predicated or not) of one register or a
 #: vector of them from one address, without a cache hint yet.
 _GLOBAL_LOAD = re.compile(r"^(\s*(?:@!?%p\d+\s+)?ld\.global(?:\.nc)?)((?:\.(?!L2::cache_hint)[\w:]+)+)(\s+)([^;\[]+), \[([^\]]+)\];$")
-#: The line that names a PTX function (``.entry`` or ``.func``).
-_FUNCTION = re.compile(r"^(?:\.\w+\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)")
 
 
 def evict_last_kernels(module: ir.Module) -> set[str]:
@@ -204,7 +204,7 @@ def hint_loads(ptx: str, functions: set[str]) -> str:
     out, name, body, hinted = [], None, None, False
     for line in ptx.split("\n"):
         if body is None:
-            found = _FUNCTION.match(line)
+            found = FUNCTION.match(line)
             name = found.group(1) if found else name
             out.append(line)
             if line == "{" and name in functions:
@@ -262,13 +262,14 @@ def _libm_declarations(module: ir.Module) -> list[ir.Operation]:
 
 
 def _use_libdevice(text: str, declarations: list[str]) -> str:
-    """``func.call @expf`` -> ``llvm.call @__nv_expf``, declared as ``llvm.func``
-    (the func-to-llvm patterns inside convert-gpu-to-nvvm would call them
-    through C-interface wrappers)."""
+    """``func.call @expf`` -> ``llvm.call @__nv_expf``, declared as a private
+    ``llvm.func`` (the func-to-llvm patterns inside convert-gpu-to-nvvm would
+    call them through C-interface wrappers; private, so that ``symbol-dce``
+    drops it from the modules of kernels that do not call it: :func:`kernel_modules`)."""
     for name in declarations:
         text = re.sub(
             rf"func\.func private @{name}\(([^)]*)\) -> (\w+)( attributes \{{[^}}]*\}})?",
-            rf"llvm.func @__nv_{name}(\1) -> \2",
+            rf'llvm.func @__nv_{name}(\1) -> \2 attributes {{sym_visibility = "private"}}',
             text,
         )
         text = re.sub(rf"func\.call @{name}\(", f"llvm.call @__nv_{name}(", text)
@@ -326,8 +327,21 @@ def _failed(err: PipelineError, source: str) -> CompileError:
     )
 
 
-def _require_libdevice(module: ir.Module, libdevice) -> None:
-    needed = sorted(set(re.findall(r"@(__nv_\w+)", str(module))))
+def _libdevice_calls(modules: ir.Module) -> list[str]:
+    """The libdevice functions (``__nv_*``) that the lowered kernels of
+    ``modules`` (:func:`kernel_modules`) declare, sorted."""
+    found = set()
+    for module in modules.body.operations:
+        for gpu_module in module.operation.regions[0].blocks[0].operations:
+            for op in gpu_module.operation.regions[0].blocks[0].operations:
+                name = ir.StringAttr(op.operation.attributes["sym_name"]).value if op.operation.name == "llvm.func" else ""
+                if name.startswith("__nv_"):
+                    found.add(name)
+    return sorted(found)
+
+
+def _require_libdevice(modules: ir.Module, libdevice) -> None:
+    needed = _libdevice_calls(modules)
     if needed and libdevice is None:
         raise CompileError(
             f"compile_gpu: the kernels call libdevice math functions ({', '.join(needed)}), but libdevice was not found; "
@@ -335,39 +349,97 @@ def _require_libdevice(module: ir.Module, libdevice) -> None:
         )
 
 
+#: Compile each kernel of a fusion in an LLVM module of its own, the
+#: modules side by side on the MLIR Context's threads, and merge their PTX
+#: into one module (:func:`to_ptx`, :func:`fuser_mlir.lowering.ptx.merge_ptx`);
+#: False: all kernels in one module, as before. The SASS of every kernel of
+#: the 16 bench fusions is the same either way (nvdisasm); LLVM's NVPTX code
+#: generation of a layer norm bfloat16's 31 kernels took 1.7 s as one module
+#: and 0.9 s as 31 on 2 cores (``python bench/compile_time.py``).
+SEPARATE_KERNEL_MODULES = True
+
+
+def kernel_modules(kernels: ir.Module, separate: bool = True) -> ir.Module:
+    """A module of modules holding copies of the kernels of ``kernels`` (a
+    ``gpu.container_module`` with one ``gpu.module``), in their order: one
+    module per kernel (``separate``), else one for all. Each is a
+    ``gpu.container_module`` whose ``gpu.module`` (the same name and
+    attributes) holds its kernels and a copy of every other op of the
+    ``gpu.module`` (workgroup buffers, libdevice declarations: all private,
+    so ``symbol-dce`` drops those its kernels do not use). ``kernels`` is
+    left as it is.
+
+    MLIR runs a pass pipeline nested on ``builtin.module`` on these modules
+    side by side, on the Context's threads: :func:`to_ptx`."""
+    with kernels.context, ir.Location.unknown():
+        (source,) = [op.operation for op in kernels.body.operations if op.operation.name == "gpu.module"]
+        ops = [op.operation for op in source.regions[0].blocks[0].operations]
+        shared = [op for op in ops if op.name != "gpu.func"]
+        kernel_ops = [op for op in ops if op.name == "gpu.func"]
+        attributes = {name: source.attributes[name] for name in source.attributes}
+        split = ir.Module.create()
+        for group in [[kernel] for kernel in kernel_ops] if separate else [kernel_ops]:
+            with ir.InsertionPoint(split.body):
+                module = ir.Operation.create("builtin.module", regions=1, attributes={"gpu.container_module": ir.UnitAttr.get()})
+            with ir.InsertionPoint(module.regions[0].blocks.append()):
+                gpu_module = ir.Operation.create("gpu.module", regions=1, attributes=attributes)
+            with ir.InsertionPoint(gpu_module.regions[0].blocks.append()):
+                for op in [*shared, *group]:
+                    op.clone()
+    return split
+
+
 def to_ptx(kernels: ir.Module, arch: str, source: str = "") -> str:
-    """The PTX of a scheduled kernel module (the module is lowered in place)."""
+    """The PTX of a scheduled kernel module (rewritten in place on the way).
+
+    The kernels are compiled in modules of their own
+    (:data:`SEPARATE_KERNEL_MODULES`, :func:`kernel_modules`) and their PTX
+    merged into one module (:func:`fuser_mlir.lowering.ptx.merge_ptx`). The
+    binary pipeline runs without the verifier (its input was verified after
+    the NVVM pipeline; it turns each ``gpu.module`` into a ``gpu.binary``):
+    with it, the verifier's own parallel walk of each module, on the same
+    threads, kept the modules' code generation from running side by side
+    most of the time (2 of 5 runs did, on 2 cores)."""
     libdevice = config.libdevice_path()
     evict_last = evict_last_kernels(kernels)
     if CONTRACT_FMA:
         allow_contraction(kernels)
     if WIDEN_BFLOAT16_WORDS:
         widen_bfloat16(kernels)
+    modules = kernel_modules(kernels, SEPARATE_KERNEL_MODULES)
     try:
-        run_pipeline(kernels, nvvm_pipeline())
+        run_pipeline(modules, f"builtin.module(builtin.module(symbol-dce, {nvvm_pipeline()}))")
     except PipelineError as err:
         raise _failed(err, source or str(kernels)) from None
-    _require_libdevice(kernels, libdevice)
-    lowered = rewrite_text(kernels, (*UNSIGNED_WRAP_FLAGS, *EXTERN_DYNAMIC_SHARED))
+    _require_libdevice(modules, libdevice)
+    lowered = rewrite_text(modules, (*UNSIGNED_WRAP_FLAGS, *EXTERN_DYNAMIC_SHARED))
     try:
-        run_pipeline(lowered, binary_pipeline(arch, str(libdevice) if libdevice else ""))
+        run_pipeline(lowered, f"builtin.module(builtin.module({binary_pipeline(arch, str(libdevice) if libdevice else '')}))", verify=False)
     except PipelineError as err:
         raise _failed(err, source or str(kernels)) from None
-    (ptx,) = ptx_of(lowered).values()
+    try:
+        ptx = merge_ptx(ptx_of(lowered))
+    except PtxMergeError as err:
+        raise CompileError(
+            f"compile_gpu: {err}; fuser_mlir.lowering.gpu.SEPARATE_KERNEL_MODULES = False compiles the kernels as one module",
+            reproducer=save_reproducer(source or str(kernels), "fuser-gpu"),
+        ) from None
     return hint_loads(ptx, evict_last)
 
 
-def ptx_of(module: ir.Module) -> dict[str, str]:
-    """The PTX text of every ``gpu.binary`` of a lowered module, by name."""
+def ptx_of(module: ir.Module | ir.Operation) -> list[str]:
+    """The PTX text of every ``gpu.binary`` of a lowered module, and of the
+    modules it holds (:func:`kernel_modules`), in their order."""
     from fuser_mlir._mlir import gpu
 
-    found = {}
-    for op in module.body.operations:
+    found = []
+    for op in module.operation.regions[0].blocks[0].operations:
         op = op.operation
-        if op.name == "gpu.binary":
-            name = ir.StringAttr(op.attributes["sym_name"]).value
+        if op.name == "builtin.module":
+            found += ptx_of(op)
+        elif op.name == "gpu.binary":
             data = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object
-            found[name] = data.decode() if isinstance(data, bytes) else str(data)
+            found.append(data.decode() if isinstance(data, bytes) else str(data))
     return found
 
 

@@ -96,6 +96,94 @@ def test_segments_lower_to_ptx_that_ptxas_accepts(case):
         assert program.cubin is None
 
 
+def trig_in_two_kernels():
+    """Two segments that call libdevice's sinf, which reads the table
+    ``__cudart_i2opi_f``: each kernel module holds a copy of it."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.sin(x), dims=[1]))
+        fd.add_output(fd.ops.sin(x) * fd.ops.cos(x))
+    return fd
+
+
+def sass_sections(cubin: bytes, tmp_path, monkeypatch) -> dict[str, str]:
+    """The disassembly of each ``.text.<kernel>`` section of ``cubin``."""
+    from bench_scripts import load_script
+
+    tool = load_script("kernel_sass", monkeypatch).nvdisasm()
+    path = tmp_path / "kernels.cubin"
+    path.write_bytes(cubin)
+    listing = subprocess.run([tool, "-c", str(path)], capture_output=True, text=True, check=True).stdout
+    sections = re.split(r"^\t\.section\t(\.text\.\w+),.*$", listing, flags=re.M)
+    return dict(zip(sections[1::2], sections[2::2]))
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit or the cuda extra) is not on PATH")
+def test_kernels_compiled_one_module_each_are_the_kernels_of_one_module(monkeypatch, tmp_path):
+    """SEPARATE_KERNEL_MODULES: each kernel compiled in a module of its own
+    and the PTX merged gives every kernel the SASS it has when all are one
+    module, and the libdevice table both read is defined once."""
+    needs_libdevice()
+    programs = {}
+    for separate in (True, False):
+        monkeypatch.setattr(gpu, "SEPARATE_KERNEL_MODULES", separate)
+        context, module = outlined(trig_in_two_kernels())
+        with context, ir.Location.unknown():
+            programs[separate] = compile_gpu(module, arch="sm_90", load=False)
+    merged, whole = programs[True], programs[False]
+    assert merged.ptx.count(".global .align 4 .b8 __cudart_i2opi_f[24]") == whole.ptx.count(".global .align 4 .b8 __cudart_i2opi_f[24]") == 1
+    kernels = re.findall(r"\.entry (\w+)\(", whole.ptx)
+    assert len(kernels) >= 2 and re.findall(r"\.entry (\w+)\(", merged.ptx) == kernels
+    separate, together = sass_sections(merged.cubin, tmp_path, monkeypatch), sass_sections(whole.cubin, tmp_path, monkeypatch)
+    assert sorted(separate) == sorted(together) == sorted(f".text.{k}" for k in kernels)
+    for section, code in together.items():
+        assert "EXIT" in code and separate[section] == code, f"{section} differs"
+
+
+KERNELS_ONE_CANNOT_LOWER = """
+module attributes {gpu.container_module} {
+  gpu.module @fuser_kernels {
+    gpu.func @fine(%arg0: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %arg0[%c0] : memref<?xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %arg0[%c0] : memref<?xf32>
+      gpu.return
+    }
+    gpu.func @sums(%arg0: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %arg0[%c0] : memref<?xf32>
+      %r = gpu.subgroup_reduce add %v : (f32) -> f32
+      memref.store %r, %arg0[%c0] : memref<?xf32>
+      gpu.return
+    }
+    gpu.func @products(%arg0: memref<?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %arg0[%c0] : memref<?xf32>
+      %r = gpu.subgroup_reduce mul %v : (f32) -> f32
+      memref.store %r, %arg0[%c0] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_kernels_that_fail_to_lower_side_by_side_are_one_compile_error_in_their_order():
+    """Kernels lowered in modules of their own, side by side: the two that
+    cannot lower (a float gpu.subgroup_reduce, which convert-gpu-to-nvvm does
+    not take) are reported with their source lines, in kernel order, in one
+    CompileError with the pipeline and a reproducer; the process lives on."""
+    with make_context() as context, ir.Location.unknown():
+        kernels = ir.Module.parse(KERNELS_ONE_CANNOT_LOWER, context)
+        with pytest.raises(CompileError) as failure:
+            gpu.to_ptx(kernels, "sm_90")
+    message = str(failure.value)
+    assert "builtin.module(builtin.module(symbol-dce, canonicalize" in message and "reproducer saved to" in message
+    sums = message.index("-:14:12: error: failed to legalize operation 'gpu.subgroup_reduce'")
+    assert sums < message.index("-:21:12: error: failed to legalize operation 'gpu.subgroup_reduce'")
+
+
 def schedule(fd):
     context, module = outlined(fd)
     with context, ir.Location.unknown():

@@ -62,7 +62,6 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [name for name in args.cases.split(",") if name not in names]
     if unknown:
         parser.error(f"unknown case {', '.join(unknown)}: the cases are {', '.join(names)}")
-    os.environ["FUSER_CACHE"] = "0"  # compile_fusion never reads the disk cache; nothing else may either
     compile_seconds(names[args.cases.split(",")[0]], "float32", True)  # imports, ptxas's --help probe
     rows = []
     for name in args.cases.split(","):

@@ -171,3 +171,25 @@ def test_plot_reads_the_stored_baseline_without_host_numbers(tmp_path):
     baseline = BENCH / "results" / "h200-baseline-float32.json"
     out = plot.plot(json.loads(baseline.read_text()), tmp_path / "baseline.png")
     assert out.stat().st_size > 10_000
+
+
+def test_compile_time_compiles_each_case_both_ways_and_writes_json(tmp_path, capsys, monkeypatch):
+    """bench/compile_time.py on a machine without a GPU: each case in both
+    dtypes, a module per kernel and one module, a row each with the ratio;
+    SEPARATE_KERNEL_MODULES as it was afterwards; an unknown case is named."""
+    from fuser_mlir.lowering import gpu
+
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    bench = load("compile_time")
+    out = tmp_path / "compile-time.json"
+    bench.main(["--rounds", "1", "--cases", "pointwise,outer_sum", "--json", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["case"], r["dtype"]) for r in rows] == [(c, d) for c in ("pointwise", "outer_sum") for d in ("float32", "bfloat16")]
+    for row in rows:
+        assert row["kernels"] >= 1 and row["one_module_s"] > 0 and row["module_per_kernel_s"] > 0
+        assert row["speedup"] == pytest.approx(row["one_module_s"] / row["module_per_kernel_s"])
+    assert gpu.SEPARATE_KERNEL_MODULES is True
+    assert "outer_sum" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--cases", "pointwise,nonesuch", "--json", str(out)])
+    assert "unknown case nonesuch" in capsys.readouterr().err

@@ -314,6 +314,9 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
             if op.name == "func.func" and op.regions[0].blocks:  # segments_only kept segments alone
                 name = symbol_name(op)
                 programs[name] = schedule_segment(op, body, name, (layouts or {}).get(name), arch)
+        # Through text also where there are no libm calls: a pipeline run on
+        # the module the schedulers built in place (verify() passes, its text
+        # is the same) crashed the process (a segfault in the NVVM pipeline).
         text = _use_libdevice(str(kernels), [symbol_name(d) for d in declarations])
     return GpuKernels(ir.Module.parse(text, context=lowered.context), programs, kinds)
 

@@ -140,33 +140,26 @@ def test_kernels_compiled_one_module_each_are_the_kernels_of_one_module(monkeypa
         assert "EXIT" in code and separate[section] == code, f"{section} differs"
 
 
-KERNELS_ONE_CANNOT_LOWER = """
-module attributes {gpu.container_module} {
-  gpu.module @fuser_kernels {
-    gpu.func @fine(%arg0: memref<?xf32>) kernel {
+def one_value_kernel(name: str, op: str) -> str:
+    """A gpu.func that loads one float, computes ``%r`` from ``%v`` by ``op``, and stores it."""
+    return f"""
+    gpu.func @{name}(%arg0: memref<?xf32>) kernel {{
       %c0 = arith.constant 0 : index
       %v = memref.load %arg0[%c0] : memref<?xf32>
-      %w = arith.addf %v, %v : f32
-      memref.store %w, %arg0[%c0] : memref<?xf32>
-      gpu.return
-    }
-    gpu.func @sums(%arg0: memref<?xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %v = memref.load %arg0[%c0] : memref<?xf32>
-      %r = gpu.subgroup_reduce add %v : (f32) -> f32
+      {op}
       memref.store %r, %arg0[%c0] : memref<?xf32>
       gpu.return
-    }
-    gpu.func @products(%arg0: memref<?xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %v = memref.load %arg0[%c0] : memref<?xf32>
-      %r = gpu.subgroup_reduce mul %v : (f32) -> f32
-      memref.store %r, %arg0[%c0] : memref<?xf32>
-      gpu.return
-    }
-  }
-}
-"""
+    }}"""
+
+
+#: Three kernels, the last two of which convert-gpu-to-nvvm cannot lower (lines 14 and 21).
+KERNELS_TWO_CANNOT_LOWER = (
+    "\nmodule attributes {gpu.container_module} {\n  gpu.module @fuser_kernels {"
+    + one_value_kernel("fine", "%r = arith.addf %v, %v : f32")
+    + one_value_kernel("sums", "%r = gpu.subgroup_reduce add %v : (f32) -> f32")
+    + one_value_kernel("products", "%r = gpu.subgroup_reduce mul %v : (f32) -> f32")
+    + "\n  }\n}\n"
+)
 
 
 def test_kernels_that_fail_to_lower_side_by_side_are_one_compile_error_in_their_order():
@@ -175,7 +168,7 @@ def test_kernels_that_fail_to_lower_side_by_side_are_one_compile_error_in_their_
     not take) are reported with their source lines, in kernel order, in one
     CompileError with the pipeline and a reproducer; the process lives on."""
     with make_context() as context, ir.Location.unknown():
-        kernels = ir.Module.parse(KERNELS_ONE_CANNOT_LOWER, context)
+        kernels = ir.Module.parse(KERNELS_TWO_CANNOT_LOWER, context)
         with pytest.raises(CompileError) as failure:
             gpu.to_ptx(kernels, "sm_90")
     message = str(failure.value)

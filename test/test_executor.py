@@ -157,6 +157,51 @@ def test_reshape_whose_inferred_size_needs_a_division(device):
         fec.run([to_device(rand(1, 6, 1), device)])  # 6 elements cannot form rows of 4
 
 
+@pytest.mark.parametrize("shape, new_shape", [((2, 3), (3, 2)), ((1, 3), (-1,)), ((6,), (2, 3)), ((2, 3, 4), (4, -1))])
+def test_reshape_of_static_shapes(device, shape, new_shape):
+    """A reshape whose sizes are all known when the fusion is defined (its
+    target shape a constant; on the GPU the launch program's view sizes are
+    constants), then a pointwise op and a sum of the result's last dim, into
+    NaN-poisoned given outputs; the input unchanged."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=list(shape), dtype=DataType.Float)
+        t = fd.ops.reshape(x, list(new_shape)) * 2.0
+        fd.add_output(t)
+        fd.add_output(fd.ops.sum(t, dims=[len(new_shape) - 1]))
+    x = rand(*shape)
+    before = x.copy()
+    want = x.astype(np.float64).reshape(new_shape) * 2.0
+    given = [to_device(np.full(want.shape, np.nan, np.float32), device), to_device(np.full(want.shape[:-1], np.nan, np.float32), device)]
+    xd = to_device(x, device)
+    out, total = FusionExecutorCache(fd).run([xd], outputs=given)
+    np.testing.assert_allclose(to_host(out), want, rtol=1e-6)
+    np.testing.assert_allclose(to_host(total), want.sum(axis=-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(to_host(xd), before)
+
+
+def test_integer_absolute_values(device):
+    """abs of int32 and int64 tensors (math.absi, which the GPU's libdevice
+    patterns leave to convert-math-to-llvm), elementwise and summed, the
+    most negative values included (they stay negative, as in NumPy), into
+    poisoned given outputs; the inputs unchanged."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Int)
+        fd.add_output(fd.ops.abs(a))
+        fd.add_output(fd.ops.abs(b) + fd.ops.sum(fd.ops.abs(b)))
+    a = RNG.integers(-1000, 1000, 257).astype(np.int32)
+    b = RNG.integers(-(10**12), 10**12, 257).astype(np.int64)
+    a[3], b[5] = np.iinfo(np.int32).min, -7
+    inputs = [a.copy(), b.copy()]
+    given = [to_device(np.full(257, -1, np.int32), device), to_device(np.full(257, -1, np.int64), device)]
+    devices = [to_device(x, device) for x in inputs]
+    got = FusionExecutorCache(fd).run(devices, outputs=given)
+    np.testing.assert_array_equal(to_host(got[0]), np.abs(a))
+    np.testing.assert_array_equal(to_host(got[1]), np.abs(b) + np.abs(b).sum())
+    for x, original in zip(devices, (a, b)):
+        np.testing.assert_array_equal(to_host(x), original)
+
+
 class _FakeCudaArray:
     """Speaks __cuda_array_interface__ without any GPU behind it."""
 

@@ -2362,7 +2362,7 @@ class _SegmentScheduler:
         self.launches: list[KernelLaunch] = []
         self.temp_of: dict[ir.Value, int] = {}
         self.views: dict[ir.Value, list] = {}  # memref.reshape result -> binding
-        self.stored: dict[tuple, ir.Value] = {}  # (shape buffer, position) -> stored value
+        self.stored: dict[tuple, ir.Value | int] = {}  # (shape buffer, position) -> stored value (int: a constant global's)
         self.pending_fills: dict[ir.Value, ir.Value] = {}  # output buffer -> fill scalar
         self.folded: _Generic | None = None  # the generic an outer reduction's combining kernels ran (epilogue_of)
         self._holder: ir.Block | None = None
@@ -2446,6 +2446,8 @@ class _SegmentScheduler:
                 self.stored[(op.operands[1], tuple(_constant_number(v) for v in list(op.operands)[2:]))] = op.operands[0]
             elif name == "memref.reshape":
                 self.reshape(op)
+            elif name == "memref.get_global" and isinstance(ir.MemRefType(op.results[0].type).element_type, ir.IndexType):
+                self.constant_shape(op)
             elif name == "linalg.generic":
                 generics.append(_Generic.of(op))
             elif name in ("memref.dealloc", "func.return", "memref.dim") or name.startswith(_PURE_PREFIXES):
@@ -2498,6 +2500,16 @@ class _SegmentScheduler:
         self.temp_of[result] = len(self.temps)
         self.temps.append(Temp(dtype=str(mtype.element_type), shape=shape))
 
+    def constant_shape(self, op: ir.Operation) -> None:
+        """A shape buffer of memref.reshape whose sizes are all constants (a
+        reshape to a static shape): bufferization makes it a constant global,
+        whose values are read here as the sizes stored into it."""
+        name = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+        table = ir.SymbolTable(self.func.parent)
+        values = ir.DenseIntElementsAttr(table[name].attributes["initial_value"])
+        for position, value in enumerate(values):
+            self.stored[(op.results[0], (position,))] = int(value)
+
     def reshape(self, op: ir.Operation) -> None:
         source, shape_buffer = op.operands[0], op.operands[1]
         binding = self.binding(source)
@@ -2509,7 +2521,7 @@ class _SegmentScheduler:
             stored = self.stored.get((shape_buffer, (position,)))
             if stored is None:
                 raise CompileError("memref.reshape with a shape that is not stored element by element on the host")
-            shape.append(self.formula(stored))
+            shape.append(["const", stored] if isinstance(stored, int) else self.formula(stored))
         self.views[op.results[0]] = ["view", binding[1], shape]
 
     # -- scheduling ---------------------------------------------------------------------

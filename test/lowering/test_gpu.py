@@ -184,6 +184,46 @@ def schedule(fd):
         return str(scheduled.module), scheduled.programs
 
 
+def test_integer_abs_lowers_to_ptx_abs():
+    """math.absi (abs of an integer tensor) is not among convert-gpu-to-nvvm's
+    patterns; convert-math-to-llvm after it makes it llvm.intr.abs, which
+    PTX has as abs.s32 / abs.s64 (before, translation to LLVM IR failed)."""
+    needs_libdevice()
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Int)
+        fd.add_output(fd.ops.abs(a))
+        fd.add_output(fd.ops.abs(b))
+    context, module = outlined(fd)
+    with context, ir.Location.unknown():
+        program = compile_gpu(module, arch="sm_90", load=False)
+    assert re.search(r"\babs\.s32\b", program.ptx) and re.search(r"\babs\.s64\b", program.ptx)
+
+
+def test_a_reshape_to_a_static_shape_views_its_copy_with_constant_sizes():
+    """A reshape whose target sizes are all constants gets its shape buffer
+    from a constant global (bufferization folds the stored sizes into one):
+    the schedulers read the global's values as the view's sizes."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[2, 3], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(x, [3, 2]) * 2.0)
+    context, module = outlined(fd)
+    with context, ir.Location.unknown():
+        assert "memref.get_global" in str(gpu_buffers(module))
+        scheduled = lower_to_gpu(module)
+    (program,) = scheduled.programs.values()
+    views = [launch.args[0] for launch in program.launches if launch.args[0][0] == "view"]
+    assert views and all(view == ["view", 0, [["const", 3], ["const", 2]]] for view in views)
+    assert program.temps[0].shape == [["const", 2], ["const", 3]]
+
+
+def gpu_buffers(module):
+    """The segments of ``module`` on memrefs, as the schedulers take them."""
+    lowered, _ = gpu.segments_only(module)
+    run_pipeline(lowered, gpu.BUFFERS_PIPELINE)
+    return lowered
+
+
 def test_inner_reduction_is_a_warp_per_short_row_and_a_block_per_long_row():
     text, programs = schedule(sums([2]))
     (program,) = programs.values()

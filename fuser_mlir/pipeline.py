@@ -36,7 +36,12 @@ PIPELINES["fuser-cpu-pipeline"] = (
 )
 
 # Kernel module (gpu dialect, from fuser-lower-to-gpu) to the NVVM/LLVM dialects.
-GPU_NVVM_PIPELINE = "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, convert-nvvm-to-llvm, canonicalize, reconcile-unrealized-casts)"
+# convert-gpu-to-nvvm turns float math into libdevice calls; the math ops it
+# leaves (integer abs: math.absi) become LLVM intrinsics after it.
+GPU_NVVM_PIPELINE = (
+    "canonicalize, cse, gpu.module(convert-vector-to-llvm, convert-scf-to-cf, convert-gpu-to-nvvm, "
+    "convert-math-to-llvm{approximate-log1p=false}, convert-nvvm-to-llvm, canonicalize, reconcile-unrealized-casts)"
+)
 
 
 def sm_number(arch: str) -> int:

@@ -1,0 +1,64 @@
+"""Random fusion programs for property-based tests: a chain of pointwise
+ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
+casts and selects over a few inputs of random shapes and dtypes."""
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from fuser_mlir.errors import DefinitionError
+from fuser_mlir.frontend import DataType, FusionDefinition, Tensor
+
+DIM = st.sampled_from([-1, -1, 1, 3])
+SHAPES = st.lists(st.lists(DIM, min_size=0, max_size=3), min_size=1, max_size=3)
+DTYPES = st.sampled_from([DataType.Float, DataType.Half, DataType.Int32, DataType.Bool])
+#: DTYPES and the two the GPU's kernels treat apart (bfloat16 words, float64 accumulators).
+ALL_DTYPES = st.sampled_from([DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double, DataType.Int32, DataType.Bool])
+KINDS = st.sampled_from(["unary", "binary", "sum", "max", "permute", "flatten", "cast", "mean", "where"])
+
+
+def step(dtypes=DTYPES):
+    """One step: its kind, two picks from the values so far, a cast's dtype."""
+    return st.tuples(KINDS, st.integers(0, 99), st.integers(0, 99), dtypes)
+
+
+STEP = step()
+
+
+def apply_step(fd, pool, step):
+    kind, i, j, dtype = step
+    a, b = pool[i % len(pool)], pool[j % len(pool)]
+    rank = a.ndim
+    if kind == "unary":
+        return fd.ops.abs(fd.ops.sin(a)) if a.dtype.is_float else fd.ops.abs(a + 1)
+    if kind == "binary":
+        return fd.ops.maximum(a, b) * 2 if not a.dtype.is_bool or not b.dtype.is_bool else a | b
+    if kind == "where":
+        return fd.ops.where(a > 0, b, 1.5)
+    if kind in ("sum", "max", "mean") and rank > 0:
+        return getattr(fd.ops, kind)(a, dims=[j % rank], keepdim=bool(i % 2))
+    if kind == "permute" and rank > 1:
+        return fd.ops.permute(a, list(reversed(range(rank))))
+    if kind == "flatten" and rank > 0:
+        return fd.ops.reshape(a, [-1])
+    if kind == "cast":
+        return fd.ops.cast(a, dtype)
+    return fd.ops.neg(a) if not a.dtype.is_bool else fd.ops.logical_not(a)
+
+
+def random_fusion(shapes, dtypes, steps) -> FusionDefinition:
+    """The fusion of inputs ``shapes``/``dtypes`` and ``steps`` (STEP draws),
+    its last two results its outputs; a draw the frontend cannot broadcast
+    is rejected (``assume``)."""
+    try:
+        with FusionDefinition() as fd:
+            pool = [fd.define_tensor(s, dtype=d) for s, d in zip(shapes, dtypes)]
+            for step in steps:
+                pool.append(apply_step(fd, pool, step))
+            outs = [v for v in pool[len(shapes) :] if isinstance(v, Tensor)]
+            for v in outs[-2:]:
+                fd.add_output(v)
+    except DefinitionError as err:
+        assume("cannot broadcast" not in str(err))
+        raise
+    assume(fd.outputs)
+    return fd

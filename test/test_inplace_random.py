@@ -13,15 +13,17 @@ FusionExecutorCache per policy) and every visible output, every aliased
 input and every other input must match the SSA reference
 (``reference.evaluate`` on the entry values). Policies that may refuse
 (``MAY_REFUSE``) raise CompileError and write nothing, never a wrong result.
-The random test runs on the CPU; the regression tests at the end take the
-``device`` fixture like test_inplace.py.
+The random test runs on the CPU, and its first fusions on the GPU too
+(``..._on_the_gpu``, where one is present); the regression tests at the end
+take the ``device`` fixture like test_inplace.py.
 
 Cost: the LLVM JIT dominates (0.05-0.3 s a compile, by segment count).
 Policies often produce the very same outlined module (always when there is
-no hazard), so ``jit_once_per_module_text`` JITs each distinct module text
-once per fusion and reuses its kernels, which are a pure function of that
-text; the pipeline, the launch plan and the run stay per policy. 500 fusions
-x 4 policies take about 2 minutes on 2 cores.
+no hazard), so ``compile_once_per_module_text`` compiles each distinct
+module text once per fusion and reuses its kernels, which are a pure
+function of that text; the pipeline, the launch plan and the run stay per
+policy. 500 fusions x 4 policies take about 2 minutes on 2 cores. The GPU
+variant runs the first 60 of them on the device.
 
 Hypothesis is derandomized (the same fusions every run) and does not shrink
 (a shrink costs minutes at a second an example): a failure prints the fusion
@@ -39,12 +41,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from devices import to_device, to_host
+from devices import cuda_available, to_device, to_host
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from reference import evaluate
 
 import fuser_mlir.compiler as compiler_module
+import fuser_mlir.lowering.gpu as gpu_lowering
 from fuser_mlir import CompileError, DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.passes.resolve_alias_hazards import POLICIES
 
@@ -53,6 +56,8 @@ from fuser_mlir.passes.resolve_alias_hazards import POLICIES
 MAY_REFUSE = frozenset({"reject", "reorder"})
 
 NUM_FUSIONS = 500
+#: The fusions of the GPU variant (compiles for the GPU cost a second or so each).
+GPU_FUSIONS = 60
 
 UNARY = ("neg", "abs", "sin", "cos", "tanh", "sigmoid", "relu")
 BINARY = ("add", "sub", "mul", "maximum", "minimum")
@@ -309,20 +314,24 @@ def build(recipe: Recipe, probe: bool = False) -> tuple[FusionDefinition, Builde
 
 
 @contextlib.contextmanager
-def jit_once_per_module_text():
-    """Within the block, ``compile_cpu`` JITs each distinct outlined module once
-    (see the module docstring); the kernels die with the block."""
-    real = compiler_module.compile_cpu
+def compile_once_per_module_text():
+    """Within the block, ``compile_cpu`` and ``compile_gpu`` compile each
+    distinct outlined module once (see the module docstring); the kernels
+    die with the block."""
     programs: dict[tuple, object] = {}
 
-    def compile_cpu(module, **kwargs):
-        key = (str(module), tuple(sorted(kwargs.items())))
-        if key not in programs:
-            programs[key] = real(module, **kwargs)
-        return programs[key]
+    def once(real):
+        def compile_module(module, **kwargs):
+            key = (real.__name__, str(module), repr(sorted(kwargs.items())))
+            if key not in programs:
+                programs[key] = real(module, **kwargs)
+            return programs[key]
+
+        return compile_module
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(compiler_module, "compile_cpu", compile_cpu)
+        patch.setattr(compiler_module, "compile_cpu", once(compiler_module.compile_cpu))
+        patch.setattr(gpu_lowering, "compile_gpu", once(gpu_lowering.compile_gpu))  # compile_fusion imports it when called
         yield
 
 
@@ -336,9 +345,10 @@ def random_inputs(fd: FusionDefinition, recipe: Recipe) -> list[np.ndarray]:
     return arrays
 
 
-def given_outputs(fd: FusionDefinition, recipe: Recipe, inputs: list[np.ndarray], expected: list[np.ndarray]):
-    """``outputs=`` for one run: NaN buffers (contiguous or strided) for some
-    visible outputs; a visible aliased output gets its input's own buffer."""
+def given_outputs(fd: FusionDefinition, recipe: Recipe, inputs: list, expected: list[np.ndarray], device: str = "cpu"):
+    """``outputs=`` for one run: NaN buffers (contiguous or strided) on
+    ``device`` for some visible outputs; a visible aliased output gets its
+    input's own buffer."""
     if not recipe.poison:
         return None
     visible = [(spec, ref) for spec, ref in zip(fd.outputs, expected) if spec.visible]
@@ -350,10 +360,10 @@ def given_outputs(fd: FusionDefinition, recipe: Recipe, inputs: list[np.ndarray]
         elif spec.alias_input is not None:
             buffers.append(inputs[spec.alias_input])
         elif choice == 2 and ref.ndim > 0:
-            wide = np.full(ref.shape[:-1] + (2 * ref.shape[-1],), np.nan, spec.dtype.numpy)
-            buffers.append(wide[..., ::2])
+            wide = to_device(np.full(ref.shape[:-1] + (2 * ref.shape[-1],), np.nan, spec.dtype.numpy), device)
+            buffers.append(wide[(slice(None),) * (ref.ndim - 1) + (slice(None, None, 2),)])  # DeviceArrays take no Ellipsis
         else:
-            buffers.append(np.full(ref.shape, np.nan, spec.dtype.numpy))
+            buffers.append(to_device(np.full(ref.shape, np.nan, spec.dtype.numpy), device))
     return buffers
 
 
@@ -363,24 +373,24 @@ def assert_close(got: np.ndarray, want: np.ndarray, float32: bool, scale: float,
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * scale, err_msg=what)
 
 
-def run_and_check(fd, policy: str, inputs, expected, float32: list[bool], scale: float, recipe: Recipe) -> None:
-    """Run under ``policy`` on copies of ``inputs`` and check every output and input."""
-    args = [a.copy() for a in inputs]
-    outputs = given_outputs(fd, recipe, args, expected)
+def run_and_check(fd, policy: str, inputs, expected, float32: list[bool], scale: float, recipe: Recipe, device: str = "cpu") -> None:
+    """Run under ``policy`` on copies of ``inputs`` on ``device`` and check every output and input."""
+    args = [to_device(a.copy(), device) for a in inputs]
+    outputs = given_outputs(fd, recipe, args, expected, device)
     try:
         outs = FusionExecutorCache(fd, hazard_policy=policy).run(args, outputs=outputs)
     except CompileError as err:
         if policy not in MAY_REFUSE:
             raise AssertionError(f"policy={policy} must compile every fusion, but: {err}") from err
         for k, (arg, entry) in enumerate(zip(args, inputs)):
-            np.testing.assert_array_equal(arg, entry, err_msg=f"policy={policy} refused but wrote input {k}")
+            np.testing.assert_array_equal(to_host(arg), entry, err_msg=f"policy={policy} refused but wrote input {k}")
         return
     visible = [pos for pos, spec in enumerate(fd.outputs) if spec.visible]
     assert len(outs) == len(visible), f"policy={policy}: {len(outs)} outputs returned, expected {len(visible)}"
     for i, (out, pos) in enumerate(zip(outs, visible)):
         spec = fd.outputs[pos]
         assert out.dtype == spec.dtype.numpy, f"policy={policy}: output {i} has dtype {out.dtype}, expected {spec.dtype.numpy}"
-        assert_close(out, expected[pos], float32[pos], scale, f"policy={policy}: visible output {i}")
+        assert_close(to_host(out), expected[pos], float32[pos], scale, f"policy={policy}: visible output {i}")
         if spec.alias_input is not None:
             assert out is args[spec.alias_input], f"policy={policy}: visible aliased output {i} is not input {spec.alias_input} itself"
         elif outputs is not None and outputs[i] is not None:
@@ -391,14 +401,13 @@ def run_and_check(fd, policy: str, inputs, expected, float32: list[bool], scale:
             aliased[spec.alias_input] = pos
     for k, (arg, entry) in enumerate(zip(args, inputs)):
         if k in aliased:
-            assert_close(arg, expected[aliased[k]], float32[aliased[k]], scale, f"policy={policy}: aliased input {k}")
+            assert_close(to_host(arg), expected[aliased[k]], float32[aliased[k]], scale, f"policy={policy}: aliased input {k}")
         else:
-            np.testing.assert_array_equal(arg, entry, err_msg=f"policy={policy}: input {k} is not aliased but changed")
+            np.testing.assert_array_equal(to_host(arg), entry, err_msg=f"policy={policy}: input {k} is not aliased but changed")
 
 
-@settings(max_examples=NUM_FUSIONS, derandomize=True, database=None, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-@given(recipe=recipes())
-def test_random_inplace_fusions_match_the_ssa_reference_under_every_policy(recipe):
+def check_every_policy(recipe: Recipe, device: str) -> None:
+    """The recipe's fusion under every policy on ``device``, against the SSA reference."""
     fd, builder = build(recipe)
     note("fusion:\n" + "\n".join(builder.lines))
     inputs = random_inputs(fd, recipe)
@@ -406,9 +415,32 @@ def test_random_inplace_fusions_match_the_ssa_reference_under_every_policy(recip
     probe, _ = build(recipe, probe=True)
     scale = max([1.0] + [float(np.max(np.abs(v))) for v in evaluate(probe, inputs) if v.size])
     float32 = [builder.float32.get(spec.tensor, True) for spec in fd.outputs]
-    with jit_once_per_module_text():
+    with compile_once_per_module_text():
         for policy in POLICIES:
-            run_and_check(fd, policy, inputs, expected, float32, scale, recipe)
+            run_and_check(fd, policy, inputs, expected, float32, scale, recipe, device)
+
+
+RANDOM_SETTINGS = dict(
+    derandomize=True, database=None, deadline=None, phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+
+@settings(max_examples=NUM_FUSIONS, **RANDOM_SETTINGS)
+@given(recipe=recipes())
+def test_random_inplace_fusions_match_the_ssa_reference_under_every_policy(recipe):
+    check_every_policy(recipe, "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+@settings(max_examples=GPU_FUSIONS, **RANDOM_SETTINGS)
+@given(recipe=recipes())
+def test_random_inplace_fusions_match_the_ssa_reference_on_the_gpu(recipe):
+    """The first GPU_FUSIONS of the CPU test's fusions, on the GPU (DeviceArrays,
+    strided given outputs included): each compiles there for every distinct
+    outlined module (about a second), so fewer of them."""
+    check_every_policy(recipe, "cuda")
 
 
 # -- regressions found by the random test ------------------------------------

@@ -333,14 +333,14 @@ def _failed(err: PipelineError, source: str) -> CompileError:
 def _libdevice_calls(modules: ir.Module) -> list[str]:
     """The libdevice functions (``__nv_*``) that the lowered kernels of
     ``modules`` (:func:`kernel_modules`) declare, sorted."""
-    found = set()
-    for module in modules.body.operations:
-        for gpu_module in module.operation.regions[0].blocks[0].operations:
-            for op in gpu_module.operation.regions[0].blocks[0].operations:
-                name = ir.StringAttr(op.operation.attributes["sym_name"]).value if op.operation.name == "llvm.func" else ""
-                if name.startswith("__nv_"):
-                    found.add(name)
-    return sorted(found)
+    ops = (
+        op.operation
+        for module in modules.body.operations
+        for gpu_module in module.operation.regions[0].blocks[0].operations
+        for op in gpu_module.operation.regions[0].blocks[0].operations
+    )
+    names = {symbol_name(op) for op in ops if op.name == "llvm.func"}
+    return sorted(name for name in names if name.startswith("__nv_"))
 
 
 def _require_libdevice(modules: ir.Module, libdevice) -> None:
@@ -356,9 +356,10 @@ def _require_libdevice(modules: ir.Module, libdevice) -> None:
 #: modules side by side on the MLIR Context's threads, and merge their PTX
 #: into one module (:func:`to_ptx`, :func:`fuser_mlir.lowering.ptx.merge_ptx`);
 #: False: all kernels in one module, as before. The SASS of every kernel of
-#: the 16 bench fusions is the same either way (nvdisasm); LLVM's NVPTX code
-#: generation of a layer norm bfloat16's 31 kernels took 1.7 s as one module
-#: and 0.9 s as 31 on 2 cores (``python bench/compile_time.py``).
+#: the 16 bench fusions is the same either way (nvdisasm). On 2 cores LLVM's
+#: NVPTX code generation of a layer norm bfloat16's 31 kernels took 1.7 s as
+#: one module and 0.9 s as 31, its whole compile 4.69 s and 3.39 s
+#: (``python bench/compile_time.py``, which times both side by side).
 SEPARATE_KERNEL_MODULES = True
 
 

@@ -2,17 +2,24 @@
 
     python bench/cpu.py [--json bench/results/cpu.json] [--repeat 10]
 
-Cases: a 6-op pointwise chain on 16M float32 elements, and a row softmax of a
-4096x4096 float32 array. Each is checked against a float64 NumPy reference
-first, then timed (median of --repeat runs after a warm-up) together with the
-NumPy expression of the same computation in the same process. Prints a table
-and writes JSON. Speed-ups are NumPy time / fuser-mlir time.
+Cases: a 6-op pointwise chain on 16M float32 elements, a row softmax of a
+4096x4096 float32 array, and a column sum of a 4096x4096 float32 array.
+Each is checked against a float64 NumPy reference first, then timed (median
+of --repeat runs after a warm-up) together with the NumPy expression of the
+same computation in the same process: fuser-mlir on one thread
+(``FUSER_CPU_THREADS=1``) and on every CPU this process may use (the
+default; kernels that split run cut into blocks, see
+fuser_mlir/lowering/cpu_split.py). Speed-ups are NumPy time / fuser-mlir
+time. Then the chain on 16K to 16M elements, on one thread and on all of
+them: where cutting a call into blocks starts to pay
+(``fuser_mlir.runtime.cpu.BLOCK_BYTES``). Prints tables and writes JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -21,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir import DataType, FusionDefinition, config
 
 
 def pointwise_chain():
@@ -60,6 +67,18 @@ def softmax():
     return "row softmax (4096x4096 f32)", fd, [x], numpy_version, e / e.sum(axis=1, keepdims=True), 2 * x.nbytes
 
 
+def column_sum():
+    with FusionDefinition(name="column_sum") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+    x = np.random.default_rng(2).standard_normal((4096, 4096)).astype(np.float32)
+
+    def numpy_version(x):
+        return x.sum(axis=0)
+
+    return "column sum (4096x4096 f32)", fd, [x], numpy_version, x.astype(np.float64).sum(axis=0), x.nbytes
+
+
 def median_time(fn, repeat: int) -> float:
     fn()  # warm-up
     times = []
@@ -77,36 +96,75 @@ def commit() -> str:
         return "unknown"
 
 
+def timed_on(threads: int, fn, repeat: int) -> float:
+    """median_time of ``fn`` with ``FUSER_CPU_THREADS=threads``."""
+    saved = os.environ.get("FUSER_CPU_THREADS")
+    os.environ["FUSER_CPU_THREADS"] = str(threads)
+    try:
+        return median_time(fn, repeat)
+    finally:
+        if saved is None:
+            del os.environ["FUSER_CPU_THREADS"]
+        else:
+            os.environ["FUSER_CPU_THREADS"] = saved
+
+
+def chain_sizes(threads: int, repeat: int) -> list[dict]:
+    """The pointwise chain at 16K to 16M elements, on one thread and on ``threads``."""
+    _, fd, (x, y), _, _, _ = pointwise_chain()
+    rows = []
+    for n in [1 << k for k in range(14, 25, 2)]:
+        inputs, given = [x[:n], y[:n]], [np.empty(n, np.float32)]
+        one = timed_on(1, lambda: fd.execute(inputs, outputs=given), repeat)
+        many = timed_on(threads, lambda: fd.execute(inputs, outputs=given), repeat)
+        rows.append({"elements": n, "bytes": 3 * 4 * n, "one_thread_us": one * 1e6, "threads_us": many * 1e6, "speedup": one / many})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="bench/results/cpu.json")
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
+    threads = config.cpu_threads()
     rows = []
-    for case in (pointwise_chain, softmax):
+    for case in (pointwise_chain, softmax, column_sum):
         name, fd, inputs, numpy_version, ref, model_bytes = case()
         (out,) = fd.execute(inputs)
         err = float(np.max(np.abs(out - ref)))
-        assert err < 1e-4, f"{name}: max abs error {err}"
+        assert err < 1e-4 * max(1.0, float(np.max(np.abs(ref)))), f"{name}: max abs error {err}"
         given = [np.empty_like(out)]
-        ours = median_time(lambda: fd.execute(inputs, outputs=given), args.repeat)
+        one = timed_on(1, lambda: fd.execute(inputs, outputs=given), args.repeat)
+        ours = timed_on(threads, lambda: fd.execute(inputs, outputs=given), args.repeat)
         theirs = median_time(lambda: numpy_version(*inputs), args.repeat)
         rows.append(
             {
                 "case": name,
                 "fuser_ms": ours * 1e3,
+                "fuser_one_thread_ms": one * 1e3,
                 "numpy_ms": theirs * 1e3,
                 "speedup_vs_numpy": theirs / ours,
+                "speedup_vs_one_thread": one / ours,
                 "fuser_GBps": model_bytes / ours / 1e9,
                 "max_abs_error": err,
             }
         )
-    print(f"{'case':<34} {'fuser ms':>9} {'numpy ms':>9} {'speed-up':>9} {'GB/s':>7}")
+    print(f"fuser-mlir on 1 and on {threads} threads (FUSER_CPU_THREADS), against NumPy")
+    print(f"{'case':<34} {'1 thread':>9} {'fuser ms':>9} {'numpy ms':>9} {'speed-up':>9} {'GB/s':>7}")
     for r in rows:
-        print(f"{r['case']:<34} {r['fuser_ms']:9.2f} {r['numpy_ms']:9.2f} {r['speedup_vs_numpy']:8.2f}x {r['fuser_GBps']:7.2f}")
+        print(
+            f"{r['case']:<34} {r['fuser_one_thread_ms']:9.2f} {r['fuser_ms']:9.2f} {r['numpy_ms']:9.2f} "
+            f"{r['speedup_vs_numpy']:8.2f}x {r['fuser_GBps']:7.2f}"
+        )
+    sizes = chain_sizes(threads, args.repeat)
+    print(f"\nthe chain by size: 1 thread against {threads}")
+    print(f"{'elements':>10} {'MB':>7} {'1 thread us':>12} {f'{threads} threads us':>12} {'speed-up':>9}")
+    for r in sizes:
+        print(f"{r['elements']:>10} {r['bytes'] / 1e6:7.2f} {r['one_thread_us']:12.1f} {r['threads_us']:12.1f} {r['speedup']:8.2f}x")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"commit": commit(), "machine": platform.machine(), "cpus": __import__("os").cpu_count(), "rows": rows}, indent=1))
+    result = {"commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads, "rows": rows, "chain_sizes": sizes}
+    out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")
 
 

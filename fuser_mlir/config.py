@@ -73,6 +73,26 @@ def c_compiler() -> str:
     return "" if raw.strip().lower() in ("", "none", "0") else raw.strip()
 
 
+def cpu_threads() -> int:
+    """``FUSER_CPU_THREADS``: how many threads one CPU kernel call may run
+    on (default: the CPUs this process may use; ``1``: every call on the
+    calling thread). Only calls on large arrays are split (see
+    :class:`fuser_mlir.runtime.cpu.CpuKernel`)."""
+    raw = os.environ.get("FUSER_CPU_THREADS")
+    if not raw:
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            return os.cpu_count() or 1
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"FUSER_CPU_THREADS must be a whole number of threads, 1 or more; got {raw!r}")
+    return threads
+
+
 def cache_enabled() -> bool:
     """``FUSER_CACHE=0``: do not read or write the persistent kernel cache (default on)."""
     return _flag("FUSER_CACHE", True)

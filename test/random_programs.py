@@ -2,6 +2,7 @@
 ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
 casts and selects over a few inputs of random shapes and dtypes."""
 
+import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -62,3 +63,33 @@ def random_fusion(shapes, dtypes, steps) -> FusionDefinition:
         raise
     assume(fd.outputs)
     return fd
+
+
+def input_shapes(fd, rng) -> list[tuple[int, ...]]:
+    """Concrete input shapes for ``fd`` that respect its size classes
+    (dims bound to one size get one random size, 2-5, or their static one)."""
+    classes = fd.size_classes
+    chosen = {}
+    shapes = []
+    for spec in fd.inputs:
+        dims = []
+        for d, size in enumerate(spec.shape):
+            if size != -1:
+                dims.append(size)
+                continue
+            group = next((frozenset(c) for c in classes if (spec.index, d) in c), frozenset({(spec.index, d)}))
+            statics = [fd.inputs[k].shape[e] for k, e in group if fd.inputs[k].shape[e] > 1]
+            chosen.setdefault(group, statics[0] if statics else int(rng.integers(2, 6)))
+            dims.append(chosen[group])
+        shapes.append(tuple(dims))
+    return shapes
+
+
+def random_input(spec, shape, rng):
+    """Random values of ``spec``'s dtype (never all zeros) in ``shape``, an
+    array also for shape ``()``."""
+    if spec.dtype.is_bool:
+        return np.asarray(rng.random(shape) < 0.5)
+    if spec.dtype.is_int:
+        return np.asarray(rng.integers(-3, 4, shape), spec.dtype.numpy)
+    return np.asarray(rng.standard_normal(shape), spec.dtype.numpy)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from blocks import cut_into_blocks
 from devices import cuda_available, to_device, to_host
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
@@ -441,6 +442,29 @@ def test_random_inplace_fusions_match_the_ssa_reference_on_the_gpu(recipe):
     strided given outputs included): each compiles there for every distinct
     outlined module (about a second), so fewer of them."""
     check_every_policy(recipe, "cuda")
+
+
+#: The fusions of the variant whose CPU kernels run cut into blocks on three threads.
+BLOCK_FUSIONS = 100
+
+
+def test_random_inplace_fusions_cut_into_blocks_match_the_ssa_reference():
+    """The first BLOCK_FUSIONS of the CPU test's fusions, with every call of a
+    split kernel (fuser_mlir/lowering/cpu_split.py) on two rows or more cut
+    into blocks that run side by side: an in-place update must stay an SSA
+    update when blocks of one kernel run at once."""
+    totals = {"calls": 0, "cut": 0}
+
+    @settings(max_examples=BLOCK_FUSIONS, **RANDOM_SETTINGS)
+    @given(recipe=recipes())
+    def check(recipe):
+        with cut_into_blocks() as counts:
+            check_every_policy(recipe, "cpu")
+        totals["calls"] += counts["calls"]
+        totals["cut"] += counts["cut"]
+
+    check()
+    assert totals["cut"] >= totals["calls"] // 5, totals
 
 
 # -- regressions found by the random test ------------------------------------

@@ -1258,7 +1258,7 @@ _FORMULA_CASTS = ("arith.index_cast", "arith.index_castui", "arith.sitofp", "ari
 
 
 @dataclass
-class _Generic:
+class Generic:
     """A ``linalg.generic`` as the schedulers see it."""
 
     op: ir.Operation
@@ -1268,7 +1268,7 @@ class _Generic:
     iterators: list[str]
 
     @classmethod
-    def of(cls, op: ir.Operation) -> "_Generic":
+    def of(cls, op: ir.Operation) -> "Generic":
         segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
         operands = list(op.operands)
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -1367,7 +1367,7 @@ def _guarded(inside: ir.Value, element: ir.Type, load) -> ir.Value:
     return branch.results[0]
 
 
-def _narrow(reductions: Sequence[_Generic]) -> bool:
+def _narrow(reductions: Sequence[Generic]) -> bool:
     """Whether every accumulator of ``reductions`` is 32-bit (a warp shuffle's width)."""
     return all(_element_bytes(ir.MemRefType(o.type).element_type) == 4 for g in reductions for o in g.outputs)
 
@@ -1528,7 +1528,7 @@ class _Kernel:
         op = {"thread": gpu.ThreadIdOp, "block": gpu.BlockIdOp, "block_dim": gpu.BlockDimOp, "grid_dim": gpu.GridDimOp}[kind]
         return op(_dimension(dim)).result
 
-    def loop_sizes(self, g: _Generic) -> list[ir.Value]:
+    def loop_sizes(self, g: Generic) -> list[ir.Value]:
         """The size of every iteration dim, from the operand shapes."""
         sizes = []
         for d in range(len(g.iterators)):
@@ -1575,7 +1575,7 @@ class _Kernel:
             return self.value(operand)
         return memref.LoadOp(self.value(operand), self.indices(amap, ivs)).result
 
-    def body(self, g: _Generic, ivs: Sequence[ir.Value], outs: Sequence[ir.Value] | None, given: dict | None = None) -> list[ir.Value]:
+    def body(self, g: Generic, ivs: Sequence[ir.Value], outs: Sequence[ir.Value] | None, given: dict | None = None) -> list[ir.Value]:
         """Clone the generic's body at ``ivs``; ``outs`` are the values of its
         output block arguments (accumulators), loaded from the outputs when
         None and used by the body; ``given``: the values of inputs (by
@@ -1589,7 +1589,7 @@ class _Kernel:
                 values.append(self.load(g.outputs[i], g.maps[len(g.inputs) + i], ivs) if list(arg.uses) else None)
         return self.apply(g, values, ivs)
 
-    def input_values(self, g: _Generic, ivs: Sequence[ir.Value], given: dict | None = None) -> list[ir.Value | None]:
+    def input_values(self, g: Generic, ivs: Sequence[ir.Value], given: dict | None = None) -> list[ir.Value | None]:
         """The generic's input values at ``ivs`` (None for unused ones), but
         those ``given`` (by operand)."""
         given = given or {}
@@ -1599,7 +1599,7 @@ class _Kernel:
         ]
 
     def apply(
-        self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None, uniform=frozenset()
+        self, g: Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value] | None = None, uniform=frozenset()
     ) -> list[ir.Value]:
         """Clone the generic's body with ``values`` for its block arguments
         (None for unused ones); returns the yielded values. ``uniform``: the
@@ -1641,7 +1641,7 @@ class _Kernel:
             flat = arith.AddIOp(arith.MulIOp(flat, size).result, indices[d]).result
         return flat
 
-    def store(self, g: _Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value]) -> None:
+    def store(self, g: Generic, values: Sequence[ir.Value | None], ivs: Sequence[ir.Value]) -> None:
         """Store ``values`` to ``g``'s outputs at ``ivs`` (None: that output not)."""
         for i, (value, output) in enumerate(zip(values, g.outputs)):
             if value is None:
@@ -1656,7 +1656,7 @@ class _Epilogue:
     (:meth:`_SegmentScheduler.epilogue_of`); ``kept``: by output of the
     reduction, whether its results are stored too."""
 
-    generic: _Generic
+    generic: Generic
     kept: list[bool]
 
 
@@ -1761,7 +1761,7 @@ class _RowWalk:
         """Whether the staged region of ``key`` holds ``slot`` (all of a lane's slots, or its first :attr:`staged_slots`)."""
         return key not in self.staged_slots or slot.index < self.staged_slots[key]
 
-    def stages(self, g: _Generic) -> bool:
+    def stages(self, g: Generic) -> bool:
         """Whether ``g`` is the first to read a staged operand."""
         return any((o, str(m)) in self.staged and (o, str(m)) not in self.filled for o, m in zip(g.inputs, g.maps))
 
@@ -1863,7 +1863,7 @@ class _RowWalk:
         (:data:`CHUNK_SLOTS` unless a group says otherwise)."""
         return _scaled(self.width, self.lanes * self.chunk_slots), self.chunk_slots
 
-    def inputs(self, g: _Generic, slot: _Slot, cache: dict) -> list[list]:
+    def inputs(self, g: Generic, slot: _Slot, cache: dict) -> list[list]:
         """The generic's input values for the columns of ``slot``: one list
         per column (operands that vary along the row loaded as one vector,
         the others once), loads kept in ``cache``."""
@@ -1889,7 +1889,7 @@ class _RowWalk:
                 column.append(value)
         return columns
 
-    def load_weights(self, g: _Generic, slots: list[_Slot], cache: dict) -> None:
+    def load_weights(self, g: Generic, slots: list[_Slot], cache: dict) -> None:
         """Load the generic's weights (inputs that vary along the row alone)
         at ``slots`` into ``cache`` now, ahead of the generic
         (:data:`EARLY_WEIGHTS`). A row kernel writes full-size and per-row
@@ -1980,7 +1980,7 @@ class _RowWalk:
         """The place in a staged region of the vector from column ``col`` (its index in the row)."""
         return _vector_index(col, self.lanes)
 
-    def reduce(self, g: _Generic, inits: list[ir.Value], slots: list[_Slot] | None = None, cache: dict | None = None) -> list[ir.Value]:
+    def reduce(self, g: Generic, inits: list[ir.Value], slots: list[_Slot] | None = None, cache: dict | None = None) -> list[ir.Value]:
         """This lane's partial results of reduction ``g`` over the row (to be
         combined over the group), from ``inits`` (neutral, see
         :func:`_neutral`): over the given ``slots`` (the whole row), or in a
@@ -1999,7 +1999,7 @@ class _RowWalk:
         results = list(loop.results)
         return _combine_all([results[j * n : (j + 1) * n] for j in range(count)], ops)
 
-    def _reduce_slots(self, g: _Generic, slots: list[_Slot], accs: list[list], cache: dict) -> list[list]:
+    def _reduce_slots(self, g: Generic, slots: list[_Slot], accs: list[list], cache: dict) -> list[list]:
         """Each slot's partial results updated with its columns (unchanged
         where the slot is outside the row)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]  # every load first
@@ -2018,7 +2018,7 @@ class _RowWalk:
             updated.append([arith.SelectOp(slot.inside, new, old).result for new, old in zip(partial, acc)])
         return updated
 
-    def pointwise(self, g: _Generic, slots: list[_Slot] | None = None, cache: dict | None = None, keep=frozenset()) -> None:
+    def pointwise(self, g: Generic, slots: list[_Slot] | None = None, cache: dict | None = None, keep=frozenset()) -> None:
         """A pointwise generic over the row: over the given ``slots`` (the
         whole row; outputs in ``keep`` stay in ``cache`` instead of memory),
         or in a loop of chunks over the row or its :attr:`piece`."""
@@ -2033,7 +2033,7 @@ class _RowWalk:
             self._pointwise_slots(g, self.slots(loop.induction_variable, count), {}, frozenset())
             scf.YieldOp([])
 
-    def _pointwise_slots(self, g: _Generic, slots: list[_Slot], cache: dict, keep) -> None:
+    def _pointwise_slots(self, g: Generic, slots: list[_Slot], cache: dict, keep) -> None:
         """The generic at ``slots``: every load before any store (a store may
         alias a later load, so nothing would move a load above it)."""
         loaded = [self.inputs(g, slot, cache) for slot in slots]
@@ -2042,7 +2042,7 @@ class _RowWalk:
             results = [self.k.apply(g, c + [None] * len(g.outputs), slot.ivs, self.uniform) for c in columns]
             self._store(g, slot, results, cache, keep)
 
-    def _store(self, g: _Generic, slot: _Slot, results: list[list], cache: dict, keep) -> None:
+    def _store(self, g: Generic, slot: _Slot, results: list[list], cache: dict, keep) -> None:
         k, lanes, ivs = self.k, self.lanes, slot.ivs
         stores = []
         for i, output in enumerate(g.outputs):
@@ -2364,7 +2364,7 @@ class _SegmentScheduler:
         self.views: dict[ir.Value, list] = {}  # memref.reshape result -> binding
         self.stored: dict[tuple, ir.Value | int] = {}  # (shape buffer, position) -> stored value (int: a constant global's)
         self.pending_fills: dict[ir.Value, ir.Value] = {}  # output buffer -> fill scalar
-        self.folded: _Generic | None = None  # the generic an outer reduction's combining kernels ran (epilogue_of)
+        self.folded: Generic | None = None  # the generic an outer reduction's combining kernels ran (epilogue_of)
         self._holder: ir.Block | None = None
 
     # -- host values as data -----------------------------------------------------------
@@ -2408,7 +2408,7 @@ class _SegmentScheduler:
             return [_FORMULA_OPS[owner.name], self.formula(owner.operands[0]), self.formula(owner.operands[1])]
         raise CompileError(f"a buffer size is computed by '{owner.name}', which the GPU launch program cannot express")
 
-    def operand_for_dim(self, g: _Generic, d: int) -> tuple[ir.Value, int]:
+    def operand_for_dim(self, g: Generic, d: int) -> tuple[ir.Value, int]:
         for operand, amap in zip([*g.inputs, *g.outputs], g.maps):
             if not isinstance(operand.type, ir.ShapedType):
                 continue
@@ -2417,7 +2417,7 @@ class _SegmentScheduler:
                     return operand, position
         raise CompileError(f"no operand of '{g.op.name}' has iteration dim {d}")
 
-    def size_formulas(self, g: _Generic) -> list[list]:
+    def size_formulas(self, g: Generic) -> list[list]:
         return [self.dim_formula(*self.operand_for_dim(g, d)) for d in range(len(g.iterators))]
 
     def layout(self, buffer: ir.Value) -> tuple[bool, int]:
@@ -2449,7 +2449,7 @@ class _SegmentScheduler:
             elif name == "memref.get_global" and isinstance(ir.MemRefType(op.results[0].type).element_type, ir.IndexType):
                 self.constant_shape(op)
             elif name == "linalg.generic":
-                generics.append(_Generic.of(op))
+                generics.append(Generic.of(op))
             elif name in ("memref.dealloc", "func.return", "memref.dim") or name.startswith(_PURE_PREFIXES):
                 continue
             else:
@@ -2532,7 +2532,7 @@ class _SegmentScheduler:
             return None
         return ("temp", binding[1]) if binding[0] == "view" else tuple(binding[:2])
 
-    def generic(self, g: _Generic, after: Sequence[_Generic] = ()) -> None:
+    def generic(self, g: Generic, after: Sequence[Generic] = ()) -> None:
         """Kernels for ``g``; ``after``: the generics that follow it in the
         segment (an outer reduction may run the first: :meth:`epilogue_of`)."""
         if not g.outputs:
@@ -2567,7 +2567,7 @@ class _SegmentScheduler:
                 self.fill_kernel(buffer, value)
         self.serial_reduction(g)
 
-    def take_fills(self, g: _Generic) -> list[ir.Value] | None:
+    def take_fills(self, g: Generic) -> list[ir.Value] | None:
         """The fill scalars of all of ``g``'s outputs, removed from the pending
         fills, if each output was just filled with a value the combiner allows."""
         combiners = g.combiners()
@@ -2610,7 +2610,7 @@ class _SegmentScheduler:
         start, step = self._grid_stride(k)
         return scf.ForOp(start, count, step)
 
-    def flat_lanes(self, g: _Generic, gathered: bool = False) -> int | None:
+    def flat_lanes(self, g: Generic, gathered: bool = False) -> int | None:
         """Vector lanes of the flat pointwise scheme for ``g`` (1: scalar), or
         None when it does not apply: every tensor operand must be read and
         written at the same (identity) index and be dense, and the body must
@@ -2631,7 +2631,7 @@ class _SegmentScheduler:
             return None
         return _vector_lanes([(_element_bytes(ir.MemRefType(v.type).element_type), self.layout(v)[1]) for v, _ in tensors])
 
-    def flat_pointwise(self, g: _Generic, lanes: int, when: list | None = None, whole_rows: bool = False) -> None:
+    def flat_pointwise(self, g: Generic, lanes: int, when: list | None = None, whole_rows: bool = False) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
         store (16-byte vectors where the alignment allows), one vector per
         thread (the grid covers the tensor: measured on the H200, this beat
@@ -2686,7 +2686,7 @@ class _SegmentScheduler:
         blocks = _ceildiv(_product(self.size_formulas(g)), THREADS * lanes)
         k.finish([["min", blocks, ["const", MAX_GRID_X]], ["const", 1], ["const", 1]], when=when)
 
-    def _gathered(self, k: _Kernel, g: _Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool], whole_rows: bool = False) -> list[list]:
+    def _gathered(self, k: _Kernel, g: Generic, sizes: list, first: ir.Value, lanes: int, gathered: list[bool], whole_rows: bool = False) -> list[list]:
         """The ``gathered`` inputs' elements for each of the ``lanes``
         elements from flat index ``first``, a list per lane in the order of
         ``g.inputs`` (None for the others): the row and column of the first
@@ -2744,7 +2744,7 @@ class _SegmentScheduler:
             elements.append(values)
         return elements
 
-    def _gathered_in_row(self, k: _Kernel, g: _Generic, ivs: list, lanes: int, gathered: list[bool]) -> list[list]:
+    def _gathered_in_row(self, k: _Kernel, g: Generic, ivs: list, lanes: int, gathered: list[bool]) -> list[list]:
         """:meth:`_gathered` for ``lanes`` elements of one row from ``ivs``
         (a multiple of ``lanes`` columns in): an input that does not read
         the column is one value, one that does reads it as its own last,
@@ -2769,7 +2769,7 @@ class _SegmentScheduler:
             return memref.LoadOp(k.view_argument(operand, 1), [k.linear_index(operand, k.indices(amap, ivs))]).result
         return k.load(operand, amap, ivs)
 
-    def pointwise(self, g: _Generic) -> None:
+    def pointwise(self, g: Generic) -> None:
         lanes = self.flat_lanes(g)
         if lanes is not None:
             self.flat_pointwise(g, lanes)
@@ -2789,7 +2789,7 @@ class _SegmentScheduler:
                 scf.YieldOp([])
         k.finish([self._capped_blocks(_product(space)), ["const", 1], ["const", 1]], when=when)
 
-    def row_pointwise(self, g: _Generic) -> None:
+    def row_pointwise(self, g: Generic) -> None:
         """A pointwise generic with rows of at least :data:`ROW_POINTWISE_MIN`
         elements: a warp per row shorter than a block's chunk and a block per
         piece of the longer rows (:data:`ROW_PIECE_CHUNKS`; a block per row
@@ -2907,7 +2907,7 @@ class _SegmentScheduler:
             row_ivs = k.delinearize(loop.induction_variable, row_sizes)
         return loop, row_ivs, lane, width
 
-    def _accumulate(self, k: _Kernel, g: _Generic, start, stop, step, inits, ivs_at) -> list[ir.Value]:
+    def _accumulate(self, k: _Kernel, g: Generic, start, stop, step, inits, ivs_at) -> list[ir.Value]:
         """``for i in range(start, stop, step): accs = body(ivs_at(i), accs)``."""
         loop = scf.ForOp(start, stop, step, inits)
         with ir.InsertionPoint(loop.body):
@@ -2915,7 +2915,7 @@ class _SegmentScheduler:
             scf.YieldOp(values)
         return list(loop.results)
 
-    def inner_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str]) -> None:
+    def inner_reduction(self, g: Generic, inits: list[ir.Value], combiners: list[str]) -> None:
         """A warp per row for rows up to :data:`WARP_ROW_LIMIT` elements (when
         every accumulator is 32-bit), a block per row otherwise: two kernels
         (each in a vector and a scalar variant), the launch program picks one
@@ -2940,7 +2940,7 @@ class _SegmentScheduler:
                         scf.YieldOp([])
                 k.finish(group.grid(rows_f), when=_both(group.when, condition))
 
-    def row_lanes(self, generics: Sequence[_Generic], skip: set = frozenset()) -> int:
+    def row_lanes(self, generics: Sequence[Generic], skip: set = frozenset()) -> int:
         """Columns per vector access in a row kernel over ``generics`` (whose
         last iteration dim is the row): every operand that varies along the
         row must read it as its own last, dense dim, from a buffer aligned to
@@ -2972,7 +2972,7 @@ class _SegmentScheduler:
             widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), self.layout(operand)[1]))
         return widths
 
-    def outer_lanes(self, g: _Generic) -> int:
+    def outer_lanes(self, g: Generic) -> int:
         """Columns per vector load of an outer reduction's tiles
         (:data:`OUTER_VECTORS`): every input read along its one column dim
         reads it as its own last, dense dim from a buffer aligned to the
@@ -3174,7 +3174,7 @@ class _SegmentScheduler:
         groups.append(_RowGroup("block", ["gt", cols_f, ["const", below]]))
         return groups
 
-    def outer_reduction(self, g: _Generic, inits: list[ir.Value], combiners: list[str], epilogue: "_Epilogue | None" = None) -> None:
+    def outer_reduction(self, g: Generic, inits: list[ir.Value], combiners: list[str], epilogue: "_Epilogue | None" = None) -> None:
         ps, rs = g.parallel, g.reduction
         size = self.size_formulas(g)
         cols_f, rows_f = _product([size[d] for d in ps]), _product([size[d] for d in rs])
@@ -3236,7 +3236,7 @@ class _SegmentScheduler:
                 scf.YieldOp([])
         k.finish([self._capped_blocks(cols_f), ["const", 1], ["const", 1]], when=None if tiled is None else ["sub", ["const", 1], tiled])
 
-    def epilogue_of(self, g: _Generic, after: Sequence[_Generic]) -> "_Epilogue | None":
+    def epilogue_of(self, g: Generic, after: Sequence[Generic]) -> "_Epilogue | None":
         """The generic after the outer reduction ``g`` that its combining
         kernel runs too (:data:`OUTER_EPILOGUES`), or None: a pointwise
         generic over ``g``'s columns, each dim of them in order, that reads
@@ -3266,7 +3266,7 @@ class _SegmentScheduler:
         kept = [self.binding(o)[0] != "temp" or self.base(o) in bases for o in g.outputs]
         return _Epilogue(p, kept)
 
-    def _column_results(self, k: _Kernel, g: _Generic, totals: list[ir.Value], col_ivs: list[ir.Value], epilogue: "_Epilogue | None") -> None:
+    def _column_results(self, k: _Kernel, g: Generic, totals: list[ir.Value], col_ivs: list[ir.Value], epilogue: "_Epilogue | None") -> None:
         """Store an outer reduction's ``totals`` at the column ``col_ivs``
         (its parallel indices) and run its ``epilogue`` there."""
         kept = [True] * len(totals) if epilogue is None else epilogue.kept
@@ -3276,7 +3276,7 @@ class _SegmentScheduler:
             k.store(p, k.body(p, col_ivs, None, dict(zip(g.outputs, totals))), col_ivs)
 
     @staticmethod
-    def _partials_in(k: _Kernel, g: _Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:
+    def _partials_in(k: _Kernel, g: Generic, partials: list[ir.Value]) -> tuple[list, ir.Value, list, ir.Value]:
         """In kernel ``k`` of an outer reduction (either pass): ``g``'s
         iteration sizes, its column count, the ``partials`` buffers and
         their count of splits."""
@@ -3286,7 +3286,7 @@ class _SegmentScheduler:
         return sizes, cols, buffers, memref.DimOp(buffers[0], _index(0)).result
 
     def combine_tiles(
-        self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list, epilogue: "_Epilogue | None" = None
+        self, g: Generic, inits: list[ir.Value], partials: list[ir.Value], grid: list, when: list, epilogue: "_Epilogue | None" = None
     ) -> None:
         """Kernel B of an outer reduction of many splits (:data:`OUTER_COMBINE_TILES`):
         a block's warps take ``WARP`` columns, warp ``w`` combining the
@@ -3329,7 +3329,7 @@ class _SegmentScheduler:
         start = arith.MinUIOp(rows, arith.MulIOp(split, chunk).result).result  # the last splits may start past the rows
         return start, arith.MinUIOp(rows, arith.AddIOp(start, chunk).result).result
 
-    def outer_tiles(self, g: _Generic, inits: list[ir.Value], partials: list[ir.Value], lanes: int, grid: list, when: list) -> None:
+    def outer_tiles(self, g: Generic, inits: list[ir.Value], partials: list[ir.Value], lanes: int, grid: list, when: list) -> None:
         """Kernel A of an outer reduction whose columns are whole vectors
         (:data:`OUTER_VECTORS`): a block of ``THREADS // WARP`` warps takes
         ``WARP`` vectors of columns; lane ``l`` of warp ``w`` reads vector
@@ -3385,7 +3385,7 @@ class _SegmentScheduler:
         k.finish(grid, when=when)
 
     @staticmethod
-    def _warps_combined(k: _Kernel, g: _Generic, results: list[ir.Value], lanes: int, first: ir.Value, cols: ir.Value, store) -> None:
+    def _warps_combined(k: _Kernel, g: Generic, results: list[ir.Value], lanes: int, first: ir.Value, cols: ir.Value, store) -> None:
         """A tile's warps' results (a lane's ``lanes`` columns' accumulators,
         column by column, from column ``first`` plus ``lanes`` times the
         lane) combined through shared memory: after a barrier, thread ``t``
@@ -3412,7 +3412,7 @@ class _SegmentScheduler:
             scf.YieldOp([])
 
     @staticmethod
-    def _unrolled_rows(k: _Kernel, g: _Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1, apply=None) -> list:
+    def _unrolled_rows(k: _Kernel, g: Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1, apply=None) -> list:
         """``g``'s accumulators over rows ``[start, stop)``, :data:`OUTER_UNROLL`
         rows per iteration with their loads issued first and one partial
         result each (from ``inits``, neutral), the rest one by one, the
@@ -3776,7 +3776,7 @@ class _SegmentScheduler:
                     memref.StoreOp(value, k.value(output), k.indices(amap, ivs))
                 scf.YieldOp([])
 
-    def serial_reduction(self, g: _Generic) -> None:
+    def serial_reduction(self, g: Generic) -> None:
         """One thread per output element, looping over the whole reduction space
         (the outputs hold the initial values)."""
         k = self.kernel(evict_last=False)
@@ -3811,15 +3811,15 @@ class _RowPlan:
     reduces the trailing dims R) or over one row value per ``P`` point, and
     values per row that are temporaries live in registers."""
 
-    anchor: _Generic  # the first reduction: its operands give the sizes
+    anchor: Generic  # the first reduction: its operands give the sizes
     rank_p: int
     row_formulas: list[list]
-    steps: list[tuple[_Generic, str]]  # (generic, fill | reduce | row | full)
+    steps: list[tuple[Generic, str]]  # (generic, fill | reduce | row | full)
     row_temps: set
     plain: bool = False  # fills and reductions alone, whose results it stores (:data:`ROW_PLAN_REDUCTIONS`)
 
     @classmethod
-    def of(cls, scheduler: "_SegmentScheduler", generics: list[_Generic]) -> "_RowPlan | None":
+    def of(cls, scheduler: "_SegmentScheduler", generics: list[Generic]) -> "_RowPlan | None":
         generics = [g for g in generics if g.outputs]
         reductions = [g for g in generics if g.reduction]
         plain = not any(g.fill_value() is None and not g.reduction for g in generics)
@@ -3885,7 +3885,7 @@ class _RowPlan:
         return cls(anchor, p, rows, steps, row_temps, plain)
 
     @staticmethod
-    def stored_results(scheduler: "_SegmentScheduler", generics: list[_Generic], p: int) -> set:
+    def stored_results(scheduler: "_SegmentScheduler", generics: list[Generic], p: int) -> set:
         """The buffers a plain reduction's row plan stores its results in
         (:data:`ROW_PLAN_REDUCTIONS`): the outputs of its reductions written
         at their row (``(d0, ..., d{p-1}, 0, ...)``, trailing dims of size

@@ -16,6 +16,17 @@ the address of element ``[0, ..., 0]`` and the offset is 0). The caller has
 validated dtypes and shapes already; this module does no checks beyond the
 argument count.
 
+Blocks: a kernel whose segment splits (``split``, from
+:mod:`fuser_mlir.lowering.cpu_split`) runs a call on large arrays as calls
+on blocks of its split dims, side by side: the first block on the calling
+thread, the others on a thread pool (ctypes releases the GIL while machine
+code runs), each with descriptors whose pointer is moved to the block's
+start and whose split dim's size is the block's length. A block gets at
+least :data:`BLOCK_BYTES` of the split arguments, and there are at most
+``FUSER_CPU_THREADS`` blocks (:func:`fuser_mlir.config.cpu_threads`).
+Handing a block to a pool thread and back costs about 45 µs on a 2-CPU
+cloud VM, which is why small calls run whole.
+
 Kernel images (:func:`load_kernels`): a compiled CPU fusion is also kept as a
 shared library, so that a process without MLIR can run it. The compiler
 (:func:`fuser_mlir.lowering.cpu.compile_cpu`) asks the ExecutionEngine for
@@ -227,29 +238,44 @@ class CpuKernel:
     ``address`` is the packed ``_mlir_ciface_<name>`` entry point; ``keepalive``
     is whatever owns the code (the ExecutionEngine), held as long as the kernel.
     Calls are serialised per kernel: the argument buffers are reused.
+
+    ``split`` (from :func:`fuser_mlir.lowering.cpu_split.split_dims`; None:
+    the segment runs whole) gives per argument the dim along which a call
+    may be cut into blocks that run side by side (see :meth:`blocks`).
     """
 
-    def __init__(self, address: int, arg_kinds: Sequence[ArgKind], *, name: str = "", keepalive: object = None):
+    def __init__(
+        self, address: int, arg_kinds: Sequence[ArgKind], *, name: str = "", keepalive: object = None,
+        split: Sequence[int | None] | None = None,
+    ):
         if not address:
             raise ValueError(f"CpuKernel {name or '<unnamed>'}: the entry point address is null")
         self.name = name
         self.arg_kinds = tuple(arg_kinds)
+        self.split = check_split(split, self.arg_kinds, name)
+        #: (argument, split dim, item size) of each argument a call cuts into blocks
+        self._cut = tuple(
+            (i, dim, numpy_dtype(self.arg_kinds[i].dtype).itemsize) for i, dim in enumerate(self.split or ()) if dim is not None
+        )
         self._keepalive = keepalive
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._storage: list[object] = []  # descriptors, pointer cells, scalars (kept alive)
+        self._descriptors: dict[int, ctypes.Array] = {}  # tensor argument -> its descriptor
+        self._blocks: dict[int, list] = {}  # number of blocks -> _block_arguments
         self._setters: list[Callable] = []
         self._packed = (ctypes.c_void_p * max(1, len(self.arg_kinds)))()
         for index, kind in enumerate(self.arg_kinds):
-            self._packed[index] = self._prepare(kind)
+            self._packed[index] = self._prepare(index, kind)
         self._packed_address = ctypes.addressof(self._packed)  # an int converts faster than the array
         self._lock = threading.Lock()
 
-    def _prepare(self, kind: ArgKind) -> int:
+    def _prepare(self, index: int, kind: ArgKind) -> int:
         """Allocate the storage of one argument; return what its packed slot points to."""
         if kind.is_tensor:
             descriptor = (ctypes.c_int64 * (3 + 2 * kind.rank))()
             cell = ctypes.c_void_p(ctypes.addressof(descriptor))
             self._storage += [descriptor, cell]
+            self._descriptors[index] = descriptor
             self._setters.append(_tensor_setter(kind, descriptor))
             return ctypes.addressof(cell)
         storage = _SCALAR_STORAGE[kind.dtype]()
@@ -260,14 +286,123 @@ class CpuKernel:
     def __call__(self, *args: object) -> None:
         if len(args) != len(self._setters):
             raise TypeError(f"CpuKernel {self.name}: expected {len(self._setters)} arguments, got {len(args)}")
+        blocks = self.blocks(args) if self._cut else 1
         with self._lock:
             for setter, value in zip(self._setters, args):
                 setter(value)
-            self._function(self._packed_address)
+            if blocks == 1:
+                self._function(self._packed_address)
+            else:
+                self._call_in_blocks(args[self._cut[0][0]].shape[self._cut[0][1]], blocks)
+
+    def blocks(self, args: Sequence[object]) -> int:
+        """How many blocks a call on ``args`` runs as: 1 unless the kernel
+        splits, its split arguments agree on the length of their split dims,
+        and they hold at least :data:`BLOCK_BYTES` a block; at most
+        ``FUSER_CPU_THREADS`` (:func:`fuser_mlir.config.cpu_threads`), and at
+        most one a row of the split dim."""
+        nbytes = 0
+        for index, _, _ in self._cut:
+            nbytes += args[index].nbytes
+        if nbytes < 2 * BLOCK_BYTES:
+            return 1
+        first, dim, _ = self._cut[0]
+        length = args[first].shape[dim]
+        if any(args[index].shape[d] != length for index, d, _ in self._cut):
+            return 1  # independent loop nests over arrays of different lengths
+        from fuser_mlir import config
+
+        return max(1, min(config.cpu_threads(), length, nbytes // BLOCK_BYTES))
+
+    def _call_in_blocks(self, length: int, blocks: int) -> None:
+        """Run the filled-in call as ``blocks`` calls on consecutive blocks
+        of the split dims, the first on this thread, the others on the pool
+        (ctypes releases the GIL while the kernel runs)."""
+        addresses = []
+        for k, (address, parts) in enumerate(self._block_arguments(blocks)):
+            start, stop = length * k // blocks, length * (k + 1) // blocks
+            for part, whole, size_at, stride_at, itemsize in parts:
+                part[:] = whole
+                moved = start * whole[stride_at] * itemsize
+                part[0] += moved
+                part[1] += moved
+                part[size_at] = stop - start
+            addresses.append(address)
+        pending = [_pool(blocks - 1).submit(self._function, address) for address in addresses[1:]]
+        try:
+            self._function(addresses[0])
+        finally:
+            for future in pending:
+                future.result()
+
+    def _block_arguments(self, blocks: int) -> list[tuple[int, list]]:
+        """Per block of a call cut into ``blocks``: the address of its packed
+        arguments, and the descriptors a call fills for it (each with the
+        whole argument's descriptor, and where its split dim's size and
+        stride are). Its other arguments are the kernel's own. Made once
+        per number of blocks."""
+        made = self._blocks.get(blocks)
+        if made is not None:
+            return made
+        made = []
+        for _ in range(blocks):
+            packed = (ctypes.c_void_p * len(self._packed))(*self._packed)
+            parts = []
+            for index, dim, itemsize in self._cut:
+                whole = self._descriptors[index]
+                part = (ctypes.c_int64 * len(whole))()
+                cell = ctypes.c_void_p(ctypes.addressof(part))
+                self._storage += [part, cell]
+                packed[index] = ctypes.addressof(cell)
+                parts.append((part, whole, 3 + dim, 3 + (len(whole) - 3) // 2 + dim, itemsize))
+            self._storage.append(packed)
+            made.append((ctypes.addressof(packed), parts))
+        self._blocks[blocks] = made
+        return made
 
     def __repr__(self) -> str:
         kinds = ", ".join(k.dtype if k.rank is None else f"{k.dtype}[{k.rank}d]" for k in self.arg_kinds)
         return f"CpuKernel({self.name}: {kinds})"
+
+
+#: Bytes of split arguments a block of a call takes at least: below about
+#: this much a block's work is not worth a thread's wake-up (measured: see
+#: bench/cpu.py --threads).
+BLOCK_BYTES = 1 << 20
+
+
+def check_split(split, kinds: Sequence[ArgKind], name: str = "") -> tuple[int | None, ...] | None:
+    """``split`` as a tuple, after checking that it names, per argument, a
+    dim of a tensor argument or None (ValueError otherwise)."""
+    if split is None:
+        return None
+    split = tuple(split)
+    if len(split) != len(kinds):
+        raise ValueError(f"CpuKernel {name}: a split of {len(split)} entries for {len(kinds)} arguments")
+    for dim, kind in zip(split, kinds):
+        if dim is None:
+            continue
+        if type(dim) is not int or not kind.is_tensor or not 0 <= dim < kind.rank:
+            raise ValueError(f"CpuKernel {name}: split dim {dim!r} for an argument of kind {kind}")
+    return split
+
+
+_POOL: tuple[int, int, object] | None = None  # (pid, workers, ThreadPoolExecutor)
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int):
+    """A thread pool of at least ``workers`` threads, made anew after a
+    fork (a forked child has none of its parent's threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] < workers:
+            from concurrent.futures import ThreadPoolExecutor
+
+            if _POOL is not None and _POOL[0] == os.getpid():
+                _POOL[2].shutdown(wait=False)
+            _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="fuser-mlir-cpu"))
+        return _POOL[2]
 
 
 # -- kernel images ----------------------------------------------------------------
@@ -393,14 +528,21 @@ def check_library(data: bytes) -> str | None:
     return None
 
 
-def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict) -> dict:
+def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict, splits: dict | None = None) -> dict:
     """The JSON-able spec of a CPU image: the library's path in the image,
-    each segment's entry symbol and argument kinds, and the target."""
+    each segment's entry symbol, argument kinds and split dims (``splits``:
+    segment -> :attr:`CpuKernel.split`; absent or None: it runs whole), and
+    the target."""
+    splits = splits or {}
     return {
         "library": library,
         "target": target,
         "kernels": {
-            name: {"symbol": "_mlir__mlir_ciface_" + name, "args": [[k.dtype, k.rank] for k in kinds]}
+            name: {
+                "symbol": "_mlir__mlir_ciface_" + name,
+                "args": [[k.dtype, k.rank] for k in kinds],
+                "split": None if splits.get(name) is None else list(splits[name]),
+            }
             for name, kinds in kernels.items()
         },
     }
@@ -433,5 +575,8 @@ def load_kernels(spec: dict, read: Callable[[str], bytes], device: str) -> dict[
         except AttributeError:
             raise ArtifactError(f"the kernel library {library_path} has no entry point {entry['symbol']} (segment {name})") from None
         kinds = [ArgKind(dtype, rank) for dtype, rank in entry["args"]]
-        kernels[name] = CpuKernel(address, kinds, name=name, keepalive=library)
+        try:
+            kernels[name] = CpuKernel(address, kinds, name=name, keepalive=library, split=entry.get("split"))
+        except ValueError as err:
+            raise ArtifactError(f"the image's entry for segment {name} is malformed: {err}") from None
     return kernels

@@ -12,37 +12,11 @@ import pytest
 from frontend_helpers import verified_ir
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from random_programs import DTYPES, SHAPES, STEP, random_fusion
+from random_programs import DTYPES, SHAPES, STEP, input_shapes, random_fusion, random_input
 from reference import evaluate
 
 from fuser_mlir.errors import InputError
 from fuser_mlir.frontend import DataType, FusionDefinition
-
-
-def _input_shapes(fd, rng):
-    classes = fd.size_classes
-    chosen = {}
-    shapes = []
-    for spec in fd.inputs:
-        dims = []
-        for d, size in enumerate(spec.shape):
-            if size != -1:
-                dims.append(size)
-                continue
-            group = next((frozenset(c) for c in classes if (spec.index, d) in c), frozenset({(spec.index, d)}))
-            statics = [fd.inputs[k].shape[e] for k, e in group if fd.inputs[k].shape[e] > 1]
-            chosen.setdefault(group, statics[0] if statics else int(rng.integers(2, 6)))
-            dims.append(chosen[group])
-        shapes.append(tuple(dims))
-    return shapes
-
-
-def _random_input(spec, shape, rng):
-    if spec.dtype.is_bool:
-        return rng.random(shape) < 0.5
-    if spec.dtype.is_int:
-        return rng.integers(-3, 4, shape).astype(spec.dtype.numpy)
-    return rng.standard_normal(shape).astype(spec.dtype.numpy)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,15 +25,15 @@ def test_random_programs_agree(shapes, dtypes, steps, seed):
     fd = random_fusion(shapes, dtypes, steps)
     text = verified_ir(fd)
     rng = np.random.default_rng(seed)
-    input_shapes = _input_shapes(fd, rng)
+    concrete = input_shapes(fd, rng)
     try:
-        fd.check_input_shapes(input_shapes)
+        fd.check_input_shapes(concrete)
     except InputError:
         assume(False)  # a flattened dim bound to another size: not satisfiable by this simple choice
-    arrays = [_random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, input_shapes)]
+    arrays = [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, concrete)]
     results = evaluate(fd, arrays)
     for spec, result in zip(fd.outputs, results):
-        assert result.shape == fd.output_shape(spec.position, input_shapes)
+        assert result.shape == fd.output_shape(spec.position, concrete)
         assert all(s == -1 or s == r for s, r in zip(spec.shape, result.shape)), (spec.shape, result.shape)
     assert "fuser.store" in text
 

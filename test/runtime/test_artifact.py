@@ -18,6 +18,7 @@ import fuser_mlir
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import ArtifactError, DeviceError, InputError
 from fuser_mlir.runtime.artifact import MANIFEST, LoadedFusion, read_artifact
+from blocks import cut_into_blocks
 from devices import subprocess_env
 from reference import evaluate
 
@@ -258,6 +259,31 @@ def test_an_older_artifact_still_loads(exported, tmp_path, version):
     inputs = softmax_args(4, 20)
     originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
     check_against_reference(fd, loaded.run(inputs), inputs, originals)
+
+
+def test_a_loaded_artifact_cuts_its_split_kernels_into_blocks(exported, tmp_path):
+    """The split dims of each CPU kernel travel in the image spec; a loaded
+    kernel runs cut into blocks like a fresh one, and an artifact written
+    before split dims existed (no ``split``) runs its kernels whole."""
+    fd, path = exported
+    splits = [entry["split"] for entry in fuser_mlir.load(path).manifest["image"]["kernels"].values()]
+    assert any(split is not None for split in splits)
+    directory = as_directory(path, tmp_path)
+    for name, expect_cut in [("split", True), ("older", False)]:
+        if name == "older":
+            edit_manifest(directory, lambda m: [entry.pop("split") for entry in m["image"]["kernels"].values()])
+        inputs = softmax_args(6, 9)
+        originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+        with cut_into_blocks() as counts:
+            outs = fuser_mlir.load(directory).run(inputs)
+        check_against_reference(fd, outs, inputs, originals)
+        assert (counts["cut"] > 0) == expect_cut, (name, counts)
+
+
+def test_a_malformed_split_fails_the_image_check(exported, tmp_path):
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: [entry.update(split=[7] * len(entry["args"])) for entry in m["image"]["kernels"].values()])
+    expect_failure(directory, r"the image's entry for segment \w+ is malformed: CpuKernel \w+: split dim 7 for an argument of kind")
 
 
 def test_a_directory_that_is_not_an_artifact_is_refused(tmp_path):

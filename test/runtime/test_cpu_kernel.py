@@ -15,6 +15,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fuser_mlir import config
+from fuser_mlir.runtime import cpu as cpu_runtime
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel
 
 PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -29,7 +31,7 @@ _SCALAR_READ = {
 }
 
 
-def fake_kernel(kinds: list[ArgKind], received: list, action=None) -> CpuKernel:
+def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None) -> CpuKernel:
     """A CpuKernel whose code records each argument: a descriptor as its
     words, a scalar as the value stored in its slot."""
 
@@ -47,7 +49,7 @@ def fake_kernel(kinds: list[ArgKind], received: list, action=None) -> CpuKernel:
             action(received)
 
     address = ctypes.cast(entry, ctypes.c_void_p).value
-    return CpuKernel(address, kinds, name="fake", keepalive=entry)
+    return CpuKernel(address, kinds, name="fake", keepalive=entry, split=split)
 
 
 def data_pointer(array: np.ndarray) -> int:
@@ -126,6 +128,86 @@ def test_argument_count_and_null_address_are_errors() -> None:
         kernel(1.0, 2.0)
     with pytest.raises(ValueError, match="entry point address is null"):
         CpuKernel(0, [], name="k")
+
+
+# -- calls cut into blocks (split kernels) ------------------------------------
+
+
+def block_calls(kinds: list[ArgKind], split, args, monkeypatch, *, threads: int = 3, block_bytes: int = 1) -> list[tuple]:
+    """The argument lists (as fake_kernel records them) of the calls a
+    kernel splitting along ``split`` makes for one call on ``args``, by
+    their first descriptor's data pointer."""
+    monkeypatch.setenv("FUSER_CPU_THREADS", str(threads))
+    monkeypatch.setattr(cpu_runtime, "BLOCK_BYTES", block_bytes)
+    calls: list = []
+    kernel = fake_kernel(kinds, [], lambda received: calls.append(tuple(received)) or received.clear(), split=split)
+    kernel(*args)
+    return sorted(calls, key=lambda call: call[0][1])
+
+
+def test_a_split_call_runs_as_blocks_of_the_split_dims(monkeypatch) -> None:
+    # rows of x and the output are cut; the broadcast row y and the scalar are passed whole
+    x = np.zeros((7, 5), np.float32)[:, ::-1]  # a negative column stride
+    y = np.zeros((1, 5), np.float32)
+    out = np.zeros((10, 7), np.float64).T  # its rows are columns of its base: stride 1
+    kinds = [ArgKind.tensor("float32", 2), ArgKind.tensor("float32", 2), ArgKind.scalar("int32"), ArgKind.tensor("float64", 2)]
+    calls = block_calls(kinds, (0, None, None, 0), (x, y, 5, out[:, :5]), monkeypatch)
+    assert [call[0][3] for call in calls] == [2, 2, 3]  # rows 0-1, 2-3, 4-6
+    starts = [0, 2, 4]
+    for call, start in zip(calls, starts):
+        rows = call[0][3]
+        x_pointer = data_pointer(x) + 4 * start * 5
+        assert call[0] == (x_pointer, x_pointer, 0, rows, 5, 5, -1)
+        assert call[1] == (data_pointer(y), data_pointer(y), 0, 1, 5, 5, 1)
+        assert call[2] == 5
+        out_pointer = data_pointer(out) + 8 * start * 1
+        assert call[3] == (out_pointer, out_pointer, 0, rows, 5, 1, 7)
+
+
+def test_a_split_along_a_later_dim_moves_by_that_dims_stride(monkeypatch) -> None:
+    # a column sum: x splits along its columns, the output along its only dim
+    x, out = np.zeros((4, 9), np.float32), np.zeros(9, np.float32)
+    calls = block_calls([ArgKind.tensor("float32", 2), ArgKind.tensor("float32", 1)], (1, 0), (x, out), monkeypatch, threads=2)
+    assert [(call[0][1] - data_pointer(x), call[0][3:5], call[1][1] - data_pointer(out), call[1][3]) for call in calls] == [
+        (0, (4, 4), 0, 4),
+        (16, (4, 5), 16, 5),
+    ]
+
+
+@pytest.mark.parametrize(
+    "threads, block_bytes, shapes, blocks",
+    [
+        (1, 1, [(6, 2), (6, 2)], 1),  # FUSER_CPU_THREADS=1
+        (4, 1, [(6, 2), (5, 2)], 1),  # split dims of different lengths: run whole
+        (4, 1, [(2, 8), (2, 8)], 2),  # at most one block a row
+        (4, 65, [(8, 2), (8, 2)], 1),  # 128 bytes of split arguments: below two blocks of 65
+        (4, 32, [(8, 2), (8, 2)], 4),
+        (8, 32, [(8, 2), (8, 2)], 4),  # 128 bytes: 4 blocks of 32
+        (4, 1, [(0, 2), (0, 2)], 1),  # empty
+    ],
+)
+def test_how_many_blocks_a_call_runs_as(threads, block_bytes, shapes, blocks, monkeypatch) -> None:
+    args = [np.zeros(shape, np.float32) for shape in shapes]
+    calls = block_calls([ArgKind.tensor("float32", 2)] * 2, (0, 0), args, monkeypatch, threads=threads, block_bytes=block_bytes)
+    assert len(calls) == blocks
+
+
+def test_a_malformed_split_is_refused() -> None:
+    kinds = [ArgKind.tensor("float32", 2), ArgKind.scalar("float32")]
+    for split, message in [((0,), "a split of 1 entries for 2 arguments"), ((2, None), "split dim 2"), ((0, 0), "split dim 0 for an argument of kind")]:
+        with pytest.raises(ValueError, match=message):
+            fake_kernel(kinds, [], split=split)
+
+
+def test_cpu_threads_must_be_a_positive_number(monkeypatch) -> None:
+    monkeypatch.setenv("FUSER_CPU_THREADS", "0")
+    with pytest.raises(ValueError, match="FUSER_CPU_THREADS must be a whole number of threads, 1 or more; got '0'"):
+        config.cpu_threads()
+    monkeypatch.setenv("FUSER_CPU_THREADS", "many")
+    with pytest.raises(ValueError, match="got 'many'"):
+        config.cpu_threads()
+    monkeypatch.setenv("FUSER_CPU_THREADS", "")
+    assert config.cpu_threads() >= 1
 
 
 def test_every_element_type_has_a_numpy_dtype() -> None:

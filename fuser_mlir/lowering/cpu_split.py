@@ -1,0 +1,224 @@
+"""Which CPU segments may run on several threads, and how their arguments split.
+
+A CPU kernel is one call of a segment function over whole arrays, on one
+thread. A segment whose every loop nest is parallel in a loop that indexes
+one dim of each buffer it touches (the same dim of a buffer in every nest)
+computes the same thing as calls of the same code on blocks of that loop:
+each call gets views of its arguments cut to a block along their split dims
+(a pointer moved by ``start * stride``, the size set to the block's length)
+and writes only its block of each output. The runtime
+(:class:`fuser_mlir.runtime.cpu.CpuKernel`) makes those calls side by side
+on a thread pool. :func:`split_dims` decides, per segment, from the segment
+function as ``compile_cpu`` has it right before ``convert-linalg-to-loops``
+(linalg on memrefs, after bufferization and the deallocation pipeline)::
+
+    func.func @f_seg0(%x: memref<?x?xf32>, %out: memref<?x?xf32>) {
+      %n = memref.dim %x, %c0          // only sizes the allocation below
+      %max = memref.alloc(%n) : memref<?x1xf32>
+      linalg.fill ... outs(%max)
+      linalg.generic {maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, 0)],
+                      iterators = [parallel, reduction]} ins(%x) outs(%max)
+      linalg.generic {maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, 0), (d0, d1) -> (d0, d1)],
+                      iterators = [parallel, parallel]} ins(%x, %max) outs(%out)
+      ...
+    // split_dims: (0, 0): %x and %out split along dim 0
+
+The rules, checked for every op at the top of the function:
+
+- ``linalg.generic``: its split loop is its first ``parallel`` loop that
+  no operand maps to a static dim, else its first ``parallel`` loop (a sum
+  over dim 0 of a matrix splits its columns). The loop appears at most once
+  in each operand's map (whose results are all dims or constants); where it
+  appears is the operand's split dim, and an operand it does not appear in
+  is read whole (a broadcast). Every output has a split dim. The body reads
+  no loop index (``linalg.index``), which would count from the block's start.
+- A buffer (argument or allocation) has one split dim in every nest that
+  touches it, or none in all of them.
+- ``linalg.copy`` and ``memref.copy`` split both buffers along their
+  first dim that is dynamic in both.
+- ``linalg.fill`` fills a buffer that has a split dim (a fill of a block is
+  the block of a fill).
+- ``memref.alloc``: a buffer allocated in the function belongs to the call,
+  so each block has its own. One with a split dim takes that size from a
+  ``memref.dim`` of a split argument or allocation at its split dim; a
+  ``memref.dim`` of a split dim sizes such allocations and nothing else
+  (a value computed from it would see the block's length, not the array's).
+- A split dim is dynamic in the buffer's type (a static size would keep the
+  whole array's length in every block).
+- ``memref.dealloc``, ``arith`` ops on scalars and ``func.return`` are
+  fine; any other op (a reshaped view, a constant global, control flow)
+  makes the segment run whole.
+
+The runtime also checks, per call, that the split arguments agree on the
+length of their split dims (independent loop nests may take arrays of
+different lengths) and runs the call whole when they do not.
+"""
+
+from __future__ import annotations
+
+from fuser_mlir._mlir import ir
+from fuser_mlir.lowering.gpu_schedule import Generic
+
+#: Top-level ops that neither touch buffers nor stop a split.
+_NEUTRAL = ("memref.dealloc", "func.return")
+
+
+class _NotSplittable(Exception):
+    """The segment runs whole (the message says why, for tests and debugging)."""
+
+
+def split_dims(function: ir.Operation) -> tuple[int | None, ...] | None:
+    """Per argument of the segment ``function`` (memref level), the dim its
+    blocks are cut along (None: passed whole; scalars are None), or None
+    when the segment does not split (see the module docstring)."""
+    try:
+        return _split_dims(function)
+    except _NotSplittable:
+        return None
+
+
+def why_not_split(function: ir.Operation) -> str | None:
+    """Why ``function`` does not split, or None when it does."""
+    try:
+        _split_dims(function)
+    except _NotSplittable as err:
+        return str(err)
+    return None
+
+
+def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
+    block = function.regions[0].blocks[0]
+    split: dict[ir.Value, set] = {}  # buffer -> the split dims it is accessed with
+    filled: list[ir.Value] = []
+    extents: list[ir.Operation] = []  # memref.dim ops
+    allocations: list[ir.Operation] = []
+    for op in block.operations:
+        op = op.operation
+        name = op.name
+        if name == "linalg.generic":
+            _record_generic(Generic.of(op), split)
+        elif name in ("linalg.copy", "memref.copy"):
+            _record_copy(op, split)
+        elif name == "linalg.fill":
+            filled.append(op.operands[1])
+        elif name == "memref.dim":
+            extents.append(op)
+        elif name == "memref.alloc":
+            allocations.append(op)
+        elif name not in _NEUTRAL and not name.startswith("arith."):
+            raise _NotSplittable(f"'{name}' is not one of the ops a split segment may have")
+    dims = {buffer: _one_dim(buffer, seen) for buffer, seen in split.items()}
+    for buffer in filled:
+        if dims.get(buffer) is None:
+            raise _NotSplittable("a linalg.fill fills a buffer that has no split dim")
+    for buffer, dim in dims.items():
+        if dim is not None and dim not in _dynamic_dims(buffer.type):
+            raise _NotSplittable(f"split dim {dim} of a {buffer.type} is static")
+    block_sizes = _block_sizes(extents, dims)
+    for op in allocations:
+        _check_allocation(op, dims.get(op.result), block_sizes)
+    for size in block_sizes:
+        for use in size.uses:
+            if use.owner.name != "memref.alloc" or not _sizes_split_dim(use.owner, use.operand_number, dims.get(use.owner.result)):
+                raise _NotSplittable("the length of a split dim is used for more than the size of a split allocation")
+    result = tuple(dims.get(arg) if isinstance(arg.type, ir.MemRefType) else None for arg in block.arguments)
+    if all(dim is None for dim in result):
+        raise _NotSplittable("no argument has a split dim")
+    return result
+
+
+def _record_generic(g: Generic, split: dict) -> None:
+    """Add the split dim of each operand of ``g`` to ``split``."""
+    if not g.parallel:
+        raise _NotSplittable("a linalg.generic has no parallel loop")
+    if any(op.name == "linalg.index" for op in g.body.operations):
+        raise _NotSplittable("a linalg.generic reads a loop index")
+    loop = _split_loop(g)
+    for k, (operand, amap) in enumerate(zip(g.inputs + g.outputs, g.maps)):
+        if not isinstance(operand.type, ir.MemRefType):
+            continue  # a scalar captured by the body
+        dims = []
+        for at, expr in enumerate(amap.results):
+            if isinstance(expr, ir.AffineDimExpr):
+                if ir.AffineDimExpr(expr).position == loop:
+                    dims.append(at)
+            elif not isinstance(expr, ir.AffineConstantExpr):
+                raise _NotSplittable(f"a linalg.generic indexes an operand with {expr}")
+        if len(dims) > 1:
+            raise _NotSplittable("a linalg.generic indexes one operand with its split loop twice")
+        dim = dims[0] if dims else None
+        if dim is None and k >= len(g.inputs):
+            raise _NotSplittable("a linalg.generic writes an output that its split loop does not index")
+        split.setdefault(operand, set()).add(dim)
+
+
+def _split_loop(g: Generic) -> int:
+    """The first parallel loop of ``g`` that no operand maps to a static
+    dim (the first parallel loop when each does)."""
+    for loop in g.parallel:
+        static = False
+        for operand, amap in zip(g.inputs + g.outputs, g.maps):
+            if not isinstance(operand.type, ir.MemRefType):
+                continue
+            dynamic = _dynamic_dims(operand.type)
+            static |= any(isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop and at not in dynamic for at, e in enumerate(amap.results))
+        if not static:
+            return loop
+    return g.parallel[0]
+
+
+def _record_copy(op: ir.Operation, split: dict) -> None:
+    """A copy reads and writes every element at the same index: its split
+    loop is its first dim that is dynamic in both buffers."""
+    source, target = op.operands[0], op.operands[1]
+    both = set(_dynamic_dims(source.type)) & set(_dynamic_dims(target.type))
+    if not both:
+        raise _NotSplittable(f"a copy of a {source.type} has no dynamic dim to split")
+    for buffer in (source, target):
+        split.setdefault(buffer, set()).add(min(both))
+
+
+def _one_dim(buffer: ir.Value, seen: set) -> int | None:
+    if len(seen) != 1:
+        raise _NotSplittable(f"a {buffer.type} is split along different dims ({sorted(seen, key=str)}) in different loop nests")
+    return next(iter(seen))
+
+
+def _block_sizes(extents: list[ir.Operation], dims: dict) -> list[ir.Value]:
+    """The results of the ``memref.dim`` ops that read a split dim."""
+    sizes = []
+    for op in extents:
+        source, index = op.operands
+        constant = index.owner
+        if isinstance(constant, ir.Block) or constant.name != "arith.constant":
+            raise _NotSplittable("a memref.dim reads a dim that is not a constant")
+        dim = ir.IntegerAttr(constant.attributes["value"]).value
+        if dims.get(source) == dim:
+            sizes.append(op.result)
+    return sizes
+
+
+def _sizes_split_dim(allocation: ir.Operation, operand: int, dim: int | None) -> bool:
+    """Whether operand ``operand`` of ``allocation`` is the size of its split dim ``dim``."""
+    if dim is None:
+        return False
+    dynamic = _dynamic_dims(allocation.result.type)
+    return operand < len(dynamic) and dynamic[operand] == dim
+
+
+def _check_allocation(op: ir.Operation, dim: int | None, block_sizes: list[ir.Value]) -> None:
+    """A split allocation's split dim is sized by a ``memref.dim`` of a split dim."""
+    if dim is None:
+        return
+    dynamic = _dynamic_dims(op.result.type)
+    if dim not in dynamic:
+        raise _NotSplittable(f"split dim {dim} of an allocation is static")
+    if op.operands[dynamic.index(dim)] not in block_sizes:
+        raise _NotSplittable(f"split dim {dim} of an allocation is not sized by the length of a split dim")
+
+
+def _dynamic_dims(type_: ir.Type) -> list[int]:
+    """The dims of a memref type whose size is dynamic, in order (an
+    allocation's size operands are theirs)."""
+    memref = ir.MemRefType(type_)
+    return [d for d in range(memref.rank) if memref.is_dynamic_dim(d)]

@@ -1,0 +1,229 @@
+"""CPU kernels cut into blocks that run side by side (fuser_mlir/lowering/cpu_split.py).
+
+First which segments split, and along which dims, for fusions whose answer
+is known; then the random programs of ``random_programs`` (every dtype,
+dense, strided and reversed inputs) run once whole and once cut into blocks
+of their split dims on three threads (:func:`blocks.cut_into_blocks`): every
+output must be the same to the bit (each element is computed by the same
+code in the same order either way), every input unchanged. The test checks
+that a fifth of its kernel calls did run as blocks (most of the others end
+in a full reduction, which has no parallel loop). The in-place random test
+(test_inplace_random.py) runs cut into blocks against the SSA reference too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from blocks import cut_into_blocks, whole_calls
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from random_programs import ALL_DTYPES, SHAPES, input_shapes, random_fusion, random_input, step
+from reference import evaluate
+
+from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir._mlir import ir
+from fuser_mlir.compiler import compile_fusion
+from fuser_mlir.dialect import make_context
+from fuser_mlir.errors import InputError
+from fuser_mlir.lowering.cpu import cpu_pipeline, segments_only
+from fuser_mlir.lowering.cpu_split import why_not_split
+from fuser_mlir.passes.lower_to_cpu import symbol_name
+from fuser_mlir.pipeline import run_pipeline
+
+
+def softmax(fd, x):
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+
+
+def broadcast_row(fd, x):
+    fd.add_output(x + fd.define_tensor([1, -1], dtype=DataType.Float))
+
+
+def scaled(fd, x):
+    fd.add_output(x * fd.define_scalar(dtype=DataType.Float))
+
+
+def outer_product(fd, x):
+    y = fd.define_tensor([-1], dtype=DataType.Float)
+    v = fd.define_tensor([-1], dtype=DataType.Float)
+    fd.add_output(fd.ops.broadcast_in_dim(y, [-1, 1], [0]) * fd.ops.broadcast_in_dim(v, [1, -1], [1]) + x)
+
+
+def column_sum(fd, x):
+    fd.add_output(fd.ops.sum(x, dims=[0]))
+
+
+def transposed(fd, x):
+    fd.add_output(fd.ops.permute(x, [1, 0]) * 2.0)
+
+
+def two_nests(fd, x):
+    fd.add_output(x + 1.0)
+    fd.add_output(fd.define_tensor([-1], dtype=DataType.Float) * 2.0)
+
+
+def static_softmax(fd, x):
+    softmax(fd, x)
+
+
+def total(fd, x):
+    fd.add_output(fd.ops.sum(x, dims=[0, 1]))
+
+
+def plus_transpose(fd, x):
+    fd.add_output(x + fd.ops.permute(x, [1, 0]))
+
+
+def row_and_vector(fd, x):
+    # y is read along the columns of x in one nest and along its own dim in
+    # another: split in one and whole in the other, so the segment runs whole
+    y = fd.define_tensor([-1], dtype=DataType.Float)
+    fd.add_output(x + fd.ops.broadcast_in_dim(y, [1, -1], [1]))
+    fd.add_output(y * 2.0)
+
+
+def flattened(fd, x):
+    fd.add_output(fd.ops.reshape(x, [-1]) * 2.0)
+
+
+CASES = {
+    # fusion: (x's shape, the split of each segment, why a segment does not split)
+    softmax: ([-1, -1], [(0, 0)], None),
+    broadcast_row: ([-1, -1], [(0, None, 0)], None),
+    scaled: ([-1, -1], [(0, None, 0)], None),
+    outer_product: ([-1, -1], [(0, 0, None, 0)], None),
+    column_sum: ([-1, -1], [(1, 0)], None),
+    transposed: ([-1, -1], [(1, 0)], None),
+    two_nests: ([-1, -1], [(0, 0, 0, 0)], None),
+    total: ([-1, -1], [None], "a linalg.generic has no parallel loop"),
+    plus_transpose: ([-1, -1], [None], "is split along different dims"),
+    row_and_vector: ([-1, -1], [None], "is split along different dims ([0, None])"),
+    flattened: ([-1, -1], [None], "'memref.store' is not one of the ops a split segment may have"),  # the shape of a memref.reshape
+    static_softmax: ([4, 8], [None], "split dim 0 of a memref<4x8xf32, strided<[?, ?], offset: ?>> is static"),
+}
+
+
+def fusion_of(build, shape):
+    with FusionDefinition(name=build.__name__) as fd:
+        build(fd, fd.define_tensor(shape, dtype=DataType.Float))
+    return fd
+
+
+def reasons(compiled) -> list[str | None]:
+    """Why each segment of ``compiled`` does not split, from its outlined module at the memref level."""
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(compiled.stages["outlined"], context=context)
+        lowered, kinds = segments_only(module)
+        run_pipeline(lowered, cpu_pipeline().partition(", convert-linalg-to-loops")[0])
+        return [why_not_split(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
+
+
+@pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
+def test_which_segments_split_and_along_which_dims(build):
+    shape, splits, reason = CASES[build]
+    compiled = compile_fusion(fusion_of(build, shape), device="cpu")
+    assert [kernel.split for kernel in compiled.kernels.values()] == splits
+    why = reasons(compiled)
+    if reason is None:
+        assert why == [None] * len(splits)
+    else:
+        assert reason in why[0]
+
+
+@pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
+def test_each_case_cut_into_blocks_matches_the_reference(build):
+    # square inputs, so that arrays read along different dims agree in length
+    # (the runtime would run a call whole otherwise)
+    shape = CASES[build][0]
+    fd = fusion_of(build, shape)
+    rng = np.random.default_rng(abs(hash(build.__name__)) % 2**32)
+    n = 6
+    inputs = []
+    for spec in fd.inputs:
+        if spec.kind != "tensor":
+            inputs.append(float(rng.standard_normal()))
+            continue
+        concrete = tuple(n if size == -1 else size for size in spec.shape)
+        inputs.append(rng.standard_normal(shape if spec.index == 0 and -1 not in shape else concrete).astype(np.float32))
+    entry = [np.copy(a) for a in inputs]
+    expected = evaluate(fd, inputs)
+    outputs = [np.full(e.shape, np.nan, np.float32) for e in expected]
+    with cut_into_blocks() as counts:
+        results = fd.execute(inputs, outputs=outputs)
+    for got, want, given_buffer in zip(results, expected, outputs):
+        assert got is given_buffer
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    for got, want in zip(inputs, entry):
+        np.testing.assert_array_equal(got, want)
+    assert counts["cut"] == sum(split is not None for split in CASES[build][1])
+
+
+def test_split_dims_travel_with_the_kernel_image():
+    compiled = compile_fusion(fusion_of(outer_product, [-1, -1]), device="cpu")
+    assert [entry["split"] for entry in compiled.image.spec["kernels"].values()] == [[0, 0, None, 0]]
+
+
+def test_nests_over_arrays_of_different_lengths_run_whole():
+    fd = fusion_of(two_nests, [-1, -1])
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((6, 3)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    with cut_into_blocks() as counts:
+        plus, doubled = fd.execute([x, y])
+    assert counts == {"calls": 1}  # no "cut": the split dims are 6 and 5 long
+    np.testing.assert_allclose(plus, x.astype(np.float64) + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(doubled, y.astype(np.float64) * 2.0, rtol=1e-6)
+
+
+LAYOUTS = st.sampled_from(["dense", "strided", "reversed"])
+
+
+def laid_out(array: np.ndarray, layout: str) -> np.ndarray:
+    """``array``'s values in a dense, every-other-element or reversed view."""
+    if layout == "dense" or array.ndim == 0:
+        return array
+    if layout == "reversed":
+        return np.ascontiguousarray(array[::-1])[::-1]
+    wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
+    wide[..., ::2] = array
+    return wide[..., ::2]
+
+
+def test_random_fusions_give_the_same_bits_cut_into_blocks():
+    totals = {"calls": 0, "cut": 0}
+
+    @settings(max_examples=80, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(
+        shapes=SHAPES,
+        dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3),
+        steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
+        layout=LAYOUTS,
+        seed=st.integers(0, 2**16),
+    )
+    def check(shapes, dtypes, steps, layout, seed):
+        fd = random_fusion(shapes, dtypes, steps)
+        rng = np.random.default_rng(seed)
+        concrete = input_shapes(fd, rng)
+        try:
+            fd.check_input_shapes(concrete)
+        except InputError:
+            assume(False)  # a flattened dim bound to another size
+        arrays = [laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)]
+        entry = [a.copy() for a in arrays]
+        with whole_calls():
+            whole = fd.execute(arrays)
+        with cut_into_blocks() as counts:
+            cut = fd.execute(arrays)
+        for k, (a, b) in enumerate(zip(cut, whole)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes(), f"output {k} differs cut into blocks:\n{a}\n{b}"
+        for k, (a, b) in enumerate(zip(arrays, entry)):
+            np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+        totals["calls"] += counts["calls"]
+        totals["cut"] += counts["cut"]
+
+    check()
+    # most random programs end in a full reduction (no parallel loop) or a
+    # reshape (a copy): a fifth of the calls split (21 of 93 when written)
+    assert totals["cut"] >= totals["calls"] // 5, totals

@@ -77,3 +77,9 @@ class ArtifactError(FuserError):
 class CacheWarning(UserWarning):
     """The persistent kernel cache skipped or discarded an entry (the fusion
     is compiled again; results are never affected)."""
+
+
+class ConfigWarning(UserWarning):
+    """A ``FUSER_*`` environment knob that only tunes speed has a value
+    fuser-mlir cannot use; its default stands in (results are never
+    affected). The message names the variable, the value and what it takes."""

@@ -310,9 +310,7 @@ class CpuKernel:
         length = args[first].shape[dim]
         if any(args[index].shape[d] != length for index, d, _ in self._cut):
             return 1  # independent loop nests over arrays of different lengths
-        from fuser_mlir import config
-
-        return max(1, min(config.cpu_threads(), length, nbytes // BLOCK_BYTES))
+        return max(1, min(_threads(), length, nbytes // BLOCK_BYTES))
 
     def _call_in_blocks(self, length: int, blocks: int) -> None:
         """Run the filled-in call as ``blocks`` calls on consecutive blocks
@@ -385,6 +383,23 @@ def check_split(split, kinds: Sequence[ArgKind], name: str = "") -> tuple[int | 
         if type(dim) is not int or not kind.is_tensor or not 0 <= dim < kind.rank:
             raise ValueError(f"CpuKernel {name}: split dim {dim!r} for an argument of kind {kind}")
     return split
+
+
+def _threads() -> int:
+    """``FUSER_CPU_THREADS``; a value it cannot take warns (ConfigWarning)
+    and runs the call on one thread, so that a typo never stops a fusion
+    half-way through its segments."""
+    from fuser_mlir import config
+
+    try:
+        return config.cpu_threads()
+    except ValueError as err:
+        import warnings
+
+        from fuser_mlir.errors import ConfigWarning
+
+        warnings.warn(f"{err}; running CPU kernels on one thread", ConfigWarning, stacklevel=2)
+        return 1
 
 
 _POOL: tuple[int, int, object] | None = None  # (pid, workers, ThreadPoolExecutor)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from fuser_mlir import config
+from fuser_mlir.errors import ConfigWarning
 from fuser_mlir.runtime import cpu as cpu_runtime
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel
 
@@ -133,7 +134,7 @@ def test_argument_count_and_null_address_are_errors() -> None:
 # -- calls cut into blocks (split kernels) ------------------------------------
 
 
-def block_calls(kinds: list[ArgKind], split, args, monkeypatch, *, threads: int = 3, block_bytes: int = 1) -> list[tuple]:
+def block_calls(kinds: list[ArgKind], split, args, monkeypatch, *, threads: int | str = 3, block_bytes: int = 1) -> list[tuple]:
     """The argument lists (as fake_kernel records them) of the calls a
     kernel splitting along ``split`` makes for one call on ``args``, by
     their first descriptor's data pointer."""
@@ -208,6 +209,14 @@ def test_cpu_threads_must_be_a_positive_number(monkeypatch) -> None:
         config.cpu_threads()
     monkeypatch.setenv("FUSER_CPU_THREADS", "")
     assert config.cpu_threads() >= 1
+
+
+def test_a_bad_thread_count_warns_and_runs_the_call_whole(monkeypatch) -> None:
+    # a typo in a speed knob must not stop a fusion half-way through its segments
+    x = np.zeros((8, 2), np.float32)
+    with pytest.warns(ConfigWarning, match="FUSER_CPU_THREADS must be a whole number .* got 'two'; running CPU kernels on one thread"):
+        calls = block_calls([ArgKind.tensor("float32", 2)] * 2, (0, 0), [x, x.copy()], monkeypatch, threads="two")
+    assert len(calls) == 1
 
 
 def test_every_element_type_has_a_numpy_dtype() -> None:

@@ -257,6 +257,7 @@ class CpuKernel:
         self._cut = tuple(
             (i, dim, numpy_dtype(self.arg_kinds[i].dtype).itemsize) for i, dim in enumerate(self.split or ()) if dim is not None
         )
+        self._cut_args = tuple(index for index, _, _ in self._cut)
         self._keepalive = keepalive
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._storage: list[object] = []  # descriptors, pointer cells, scalars (kept alive)
@@ -286,7 +287,13 @@ class CpuKernel:
     def __call__(self, *args: object) -> None:
         if len(args) != len(self._setters):
             raise TypeError(f"CpuKernel {self.name}: expected {len(self._setters)} arguments, got {len(args)}")
-        blocks = self.blocks(args) if self._cut else 1
+        blocks = 1
+        if self._cut_args:  # a sum of sizes first: the split costs small calls next to nothing
+            nbytes = 0
+            for index in self._cut_args:
+                nbytes += args[index].nbytes
+            if nbytes >= 2 * BLOCK_BYTES:
+                blocks = self.blocks(args)
         with self._lock:
             for setter, value in zip(self._setters, args):
                 setter(value)

@@ -1,6 +1,6 @@
 """CPU benchmarks: fused fuser-mlir kernels against NumPy, side by side.
 
-    python bench/cpu.py [--json bench/results/cpu.json] [--repeat 10]
+    python bench/cpu.py [--json bench/results/cpu.json] [--repeat 10] [--scale 0]
 
 Cases: a 6-op pointwise chain on 16M float32 elements, a row softmax of a
 4096x4096 float32 array, and a column sum of a 4096x4096 float32 array.
@@ -31,14 +31,14 @@ import numpy as np
 from fuser_mlir import DataType, FusionDefinition, config
 
 
-def pointwise_chain():
+def pointwise_chain(scale: int = 0):
     with FusionDefinition(name="chain6") as fd:
         x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         t = fd.ops.exp(x * 0.5 + y)
         t = fd.ops.tanh(t - 1.0) * y
         fd.add_output(t)
-    n = 16 * 1024 * 1024
+    n = (16 * 1024 * 1024) >> (2 * scale)
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
 
@@ -46,17 +46,18 @@ def pointwise_chain():
         return np.tanh(np.exp(x * np.float32(0.5) + y) - np.float32(1.0)) * y
 
     ref = np.tanh(np.exp(x.astype(np.float64) * 0.5 + y) - 1.0) * y
-    return "pointwise chain (6 ops, 16M f32)", fd, [x, y], numpy_version, ref, 3 * n * 4
+    return f"pointwise chain (6 ops, {n >> 20}M f32)" if n >= 1 << 20 else f"pointwise chain (6 ops, {n} f32)", fd, [x, y], numpy_version, ref, 3 * n * 4
 
 
-def softmax():
+def softmax(scale: int = 0):
     with FusionDefinition(name="softmax") as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         m = fd.ops.max(x, dims=[1], keepdim=True)
         e = fd.ops.exp(x - m)
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((4096, 4096)).astype(np.float32)
+    side = 4096 >> scale
+    x = rng.standard_normal((side, side)).astype(np.float32)
 
     def numpy_version(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -64,19 +65,20 @@ def softmax():
 
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    return "row softmax (4096x4096 f32)", fd, [x], numpy_version, e / e.sum(axis=1, keepdims=True), 2 * x.nbytes
+    return f"row softmax ({side}x{side} f32)", fd, [x], numpy_version, e / e.sum(axis=1, keepdims=True), 2 * x.nbytes
 
 
-def column_sum():
+def column_sum(scale: int = 0):
     with FusionDefinition(name="column_sum") as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(x, dims=[0]))
-    x = np.random.default_rng(2).standard_normal((4096, 4096)).astype(np.float32)
+    side = 4096 >> scale
+    x = np.random.default_rng(2).standard_normal((side, side)).astype(np.float32)
 
     def numpy_version(x):
         return x.sum(axis=0)
 
-    return "column sum (4096x4096 f32)", fd, [x], numpy_version, x.astype(np.float64).sum(axis=0), x.nbytes
+    return f"column sum ({side}x{side} f32)", fd, [x], numpy_version, x.astype(np.float64).sum(axis=0), x.nbytes
 
 
 def median_time(fn, repeat: int) -> float:
@@ -109,11 +111,12 @@ def timed_on(threads: int, fn, repeat: int) -> float:
             os.environ["FUSER_CPU_THREADS"] = saved
 
 
-def chain_sizes(threads: int, repeat: int) -> list[dict]:
-    """The pointwise chain at 16K to 16M elements, on one thread and on ``threads``."""
-    _, fd, (x, y), _, _, _ = pointwise_chain()
+def chain_sizes(threads: int, repeat: int, scale: int = 0) -> list[dict]:
+    """The pointwise chain at 16K to 16M elements (``scale``: 4**scale times
+    fewer), on one thread and on ``threads``."""
+    _, fd, (x, y), _, _, _ = pointwise_chain(scale)
     rows = []
-    for n in [1 << k for k in range(14, 25, 2)]:
+    for n in [1 << k for k in range(14 - 2 * scale, 25 - 2 * scale, 2)]:
         inputs, given = [x[:n], y[:n]], [np.empty(n, np.float32)]
         one = timed_on(1, lambda: fd.execute(inputs, outputs=given), repeat)
         many = timed_on(threads, lambda: fd.execute(inputs, outputs=given), repeat)
@@ -121,15 +124,16 @@ def chain_sizes(threads: int, repeat: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="bench/results/cpu.json")
     parser.add_argument("--repeat", type=int, default=10)
-    args = parser.parse_args()
+    parser.add_argument("--scale", type=int, default=0, help="4**SCALE times fewer elements in every case (a quick check)")
+    args = parser.parse_args(argv)
     threads = config.cpu_threads()
     rows = []
     for case in (pointwise_chain, softmax, column_sum):
-        name, fd, inputs, numpy_version, ref, model_bytes = case()
+        name, fd, inputs, numpy_version, ref, model_bytes = case(args.scale)
         (out,) = fd.execute(inputs)
         err = float(np.max(np.abs(out - ref)))
         assert err < 1e-4 * max(1.0, float(np.max(np.abs(ref)))), f"{name}: max abs error {err}"
@@ -156,7 +160,7 @@ def main() -> None:
             f"{r['case']:<34} {r['fuser_one_thread_ms']:9.2f} {r['fuser_ms']:9.2f} {r['numpy_ms']:9.2f} "
             f"{r['speedup_vs_numpy']:8.2f}x {r['fuser_GBps']:7.2f}"
         )
-    sizes = chain_sizes(threads, args.repeat)
+    sizes = chain_sizes(threads, args.repeat, args.scale)
     print(f"\nthe chain by size: 1 thread against {threads}")
     print(f"{'elements':>10} {'MB':>7} {'1 thread us':>12} {f'{threads} threads us':>12} {'speed-up':>9}")
     for r in sizes:

@@ -193,3 +193,19 @@ def test_compile_time_compiles_each_case_both_ways_and_writes_json(tmp_path, cap
     with pytest.raises(SystemExit):
         bench.main(["--cases", "pointwise,nonesuch", "--json", str(out)])
     assert "unknown case nonesuch" in capsys.readouterr().err
+
+
+def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_path, capsys):
+    """bench/cpu.py at 4**4 times fewer elements: every case checked against
+    its reference, timed on one thread and on FUSER_CPU_THREADS, and the
+    chain by size."""
+    bench = load("cpu")
+    out = tmp_path / "cpu.json"
+    bench.main(["--json", str(out), "--repeat", "1", "--scale", "4"])
+    result = json.loads(out.read_text())
+    assert [row["case"] for row in result["rows"]] == [
+        "pointwise chain (6 ops, 65536 f32)", "row softmax (256x256 f32)", "column sum (256x256 f32)",
+    ]
+    assert all(row["fuser_ms"] > 0 and row["fuser_one_thread_ms"] > 0 and row["numpy_ms"] > 0 for row in result["rows"])
+    assert [row["elements"] for row in result["chain_sizes"]] == [64, 256, 1024, 4096, 16384, 65536]
+    assert result["threads"] >= 1 and "the chain by size" in capsys.readouterr().out

@@ -3,7 +3,7 @@ ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
 casts and selects over a few inputs of random shapes and dtypes."""
 
 import numpy as np
-from hypothesis import assume
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
 from fuser_mlir.errors import DefinitionError
@@ -23,6 +23,21 @@ def step(dtypes=DTYPES):
 
 
 STEP = step()
+
+#: What the tests that run programs of every dtype draw: random_fusion's arguments.
+PROGRAMS_OF_ALL_DTYPES = dict(
+    shapes=SHAPES,
+    dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3),
+    steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
+)
+
+
+def derandomized(examples: int):
+    """Hypothesis settings of ``examples`` programs, the same ones every run."""
+    return settings(
+        max_examples=examples, derandomize=True, database=None, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
 
 
 def apply_step(fd, pool, step):

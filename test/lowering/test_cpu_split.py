@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from blocks import cut_into_blocks, whole_calls
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
-from random_programs import ALL_DTYPES, SHAPES, input_shapes, random_fusion, random_input, step
+from random_programs import PROGRAMS_OF_ALL_DTYPES, derandomized, input_shapes, random_fusion, random_input
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
@@ -199,14 +199,8 @@ def laid_out(array: np.ndarray, layout: str) -> np.ndarray:
 def test_random_fusions_give_the_same_bits_cut_into_blocks():
     totals = {"calls": 0, "cut": 0}
 
-    @settings(max_examples=80, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-    @given(
-        shapes=SHAPES,
-        dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3),
-        steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
-        layout=LAYOUTS,
-        seed=st.integers(0, 2**16),
-    )
+    @derandomized(80)
+    @given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS, seed=st.integers(0, 2**16))
     def check(shapes, dtypes, steps, layout, seed):
         fd = random_fusion(shapes, dtypes, steps)
         rng = np.random.default_rng(seed)

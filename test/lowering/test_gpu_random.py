@@ -14,22 +14,17 @@ fusions afresh, which found that and integer abs (fixed in 3fd7719), then
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from random_programs import ALL_DTYPES, SHAPES, random_fusion, step
+from random_programs import PROGRAMS_OF_ALL_DTYPES, derandomized, random_fusion
 
 from fuser_mlir.compiler import compile_fusion
 
 LAYOUTS = st.tuples(st.booleans(), st.sampled_from([4, 8, 16]))
 
 
-@settings(max_examples=100, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(
-    shapes=SHAPES,
-    dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3),
-    steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
-    layout=LAYOUTS,
-)
+@derandomized(100)
+@given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS)
 def test_random_fusions_compile_for_the_gpu(shapes, dtypes, steps, layout):
     fd = random_fusion(shapes, dtypes, steps)
     compiled = compile_fusion(fd, device="cuda:0", layouts={"input": [layout] * len(fd.inputs), "given": {}})

@@ -105,6 +105,7 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     assert "alias contract: out0 -> in0 (hidden)" in text
     assert "preallocated outputs: caller gives #0; the fusion allocates none" in text
     assert "segments: 4" in text and "steps:" in text and "kernels/cpu.so:" in text
+    assert "CPU threads (kernel arguments' split dims; '-' passed whole):\n  softmax_seg0: cut into blocks along (1, 1)" in text
 
 
 def test_compile_and_inspect_report_errors(tmp_path, capsys):

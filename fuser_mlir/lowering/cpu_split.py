@@ -25,17 +25,21 @@ function as ``compile_cpu`` has it right before ``convert-linalg-to-loops``
 
 The rules, checked for every op at the top of the function:
 
-- ``linalg.generic``: its split loop is its first ``parallel`` loop that
-  no operand maps to a static dim, else its first ``parallel`` loop (a sum
-  over dim 0 of a matrix splits its columns). The loop appears at most once
+- ``linalg.generic``: its split loop is a ``parallel`` loop that indexes
+  an operand at the dim an earlier nest split it along, else its first
+  ``parallel`` loop that no operand maps to a static dim, else its first
+  ``parallel`` loop (a sum over dim 0 of a matrix splits its columns). When
+  the nests, taken in order, do not agree, they are taken once more from
+  the last (a nest making ``exp(x)`` then follows the column sum of it). The loop appears at most once
   in each operand's map (whose results are all dims or constants); where it
   appears is the operand's split dim, and an operand it does not appear in
   is read whole (a broadcast). Every output has a split dim. The body reads
   no loop index (``linalg.index``), which would count from the block's start.
 - A buffer (argument or allocation) has one split dim in every nest that
   touches it, or none in all of them.
-- ``linalg.copy`` and ``memref.copy`` split both buffers along their
-  first dim that is dynamic in both.
+- ``linalg.copy`` and ``memref.copy`` split both buffers along the dim
+  one of them is split along already, else their first dim that is
+  dynamic in both.
 - ``linalg.fill`` fills a buffer that has a split dim (a fill of a block is
   the block of a fill).
 - ``memref.alloc``: a buffer allocated in the function belongs to the call,
@@ -88,17 +92,15 @@ def why_not_split(function: ir.Operation) -> str | None:
 
 def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
     block = function.regions[0].blocks[0]
-    split: dict[ir.Value, set] = {}  # buffer -> the split dims it is accessed with
+    nests: list[ir.Operation] = []  # generics and copies
     filled: list[ir.Value] = []
     extents: list[ir.Operation] = []  # memref.dim ops
     allocations: list[ir.Operation] = []
     for op in block.operations:
         op = op.operation
         name = op.name
-        if name == "linalg.generic":
-            _record_generic(Generic.of(op), split)
-        elif name in ("linalg.copy", "memref.copy"):
-            _record_copy(op, split)
+        if name in ("linalg.generic", "linalg.copy", "memref.copy"):
+            nests.append(op)
         elif name == "linalg.fill":
             filled.append(op.operands[1])
         elif name == "memref.dim":
@@ -107,7 +109,13 @@ def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
             allocations.append(op)
         elif name not in _NEUTRAL and not name.startswith("arith."):
             raise _NotSplittable(f"'{name}' is not one of the ops a split segment may have")
-    dims = {buffer: _one_dim(buffer, seen) for buffer, seen in split.items()}
+    try:
+        dims = _assign(nests)
+    except _NotSplittable as err:
+        try:  # a nest that makes what a later nest reduces along another dim may follow that dim
+            dims = _assign(nests[::-1])
+        except _NotSplittable:
+            raise err from None
     for buffer in filled:
         if dims.get(buffer) is None:
             raise _NotSplittable("a linalg.fill fills a buffer that has no split dim")
@@ -127,13 +135,32 @@ def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
     return result
 
 
+def _assign(nests: list[ir.Operation]) -> dict:
+    """The split dim of every buffer ``nests`` touch, the nests taken in
+    this order: each picks its split loop to agree with the buffers the
+    nests before it split (:func:`_split_loop`)."""
+    split: dict[ir.Value, set] = {}  # buffer -> the split dims it is accessed with
+    for op in nests:
+        if op.name == "linalg.generic":
+            _record_generic(Generic.of(op), split)
+        else:
+            _record_copy(op, split)
+    return {buffer: _one_dim(buffer, seen) for buffer, seen in split.items()}
+
+
+def _decided(split: dict, buffer: ir.Value) -> int | None:
+    """The split dim ``buffer`` has so far, if one."""
+    seen = split.get(buffer, ())
+    return next(iter(seen)) if len(seen) == 1 else None
+
+
 def _record_generic(g: Generic, split: dict) -> None:
     """Add the split dim of each operand of ``g`` to ``split``."""
     if not g.parallel:
         raise _NotSplittable("a linalg.generic has no parallel loop")
     if any(op.name == "linalg.index" for op in g.body.operations):
         raise _NotSplittable("a linalg.generic reads a loop index")
-    loop = _split_loop(g)
+    loop = _split_loop(g, split)
     for k, (operand, amap) in enumerate(zip(g.inputs + g.outputs, g.maps)):
         if not isinstance(operand.type, ir.MemRefType):
             continue  # a scalar captured by the body
@@ -152,9 +179,17 @@ def _record_generic(g: Generic, split: dict) -> None:
         split.setdefault(operand, set()).add(dim)
 
 
-def _split_loop(g: Generic) -> int:
-    """The first parallel loop of ``g`` that no operand maps to a static
-    dim (the first parallel loop when each does)."""
+def _split_loop(g: Generic, split: dict) -> int:
+    """The parallel loop of ``g`` that indexes an operand at the dim it is
+    split along already, if one does; else its first parallel loop that no
+    operand maps to a static dim (the first parallel loop when each does)."""
+    for operand, amap in zip(g.inputs + g.outputs, g.maps):
+        dim = _decided(split, operand)
+        if dim is None:
+            continue
+        expr = amap.results[dim]
+        if isinstance(expr, ir.AffineDimExpr) and ir.AffineDimExpr(expr).position in g.parallel:
+            return ir.AffineDimExpr(expr).position
     for loop in g.parallel:
         static = False
         for operand, amap in zip(g.inputs + g.outputs, g.maps):
@@ -169,13 +204,16 @@ def _split_loop(g: Generic) -> int:
 
 def _record_copy(op: ir.Operation, split: dict) -> None:
     """A copy reads and writes every element at the same index: its split
-    loop is its first dim that is dynamic in both buffers."""
+    loop is the dim either buffer is split along already, else its first
+    dim that is dynamic in both buffers."""
     source, target = op.operands[0], op.operands[1]
     both = set(_dynamic_dims(source.type)) & set(_dynamic_dims(target.type))
     if not both:
         raise _NotSplittable(f"a copy of a {source.type} has no dynamic dim to split")
+    decided = [d for d in (_decided(split, source), _decided(split, target)) if d is not None]
+    dim = decided[0] if decided else min(both)
     for buffer in (source, target):
-        split.setdefault(buffer, set()).add(min(both))
+        split.setdefault(buffer, set()).add(dim)
 
 
 def _one_dim(buffer: ir.Value, seen: set) -> int | None:

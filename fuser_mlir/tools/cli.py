@@ -206,11 +206,21 @@ def inspect_artifact(args) -> int:
     lines.append("preallocated outputs: caller gives " + (", ".join(f"#{i}" for i in given) or "none") + "; the fusion allocates " + (", ".join(f"#{i}" for i in contract["allocated_outputs"]) or "none"))
     lines.append(f"segments: {len(manifest['segments'])}")
     lines += [f"  {s['name']}: {' '.join(s['ops'])}" for s in manifest["segments"]]
+    if manifest["backend"] == "cpu":
+        lines.append("CPU threads (kernel arguments' split dims; '-' passed whole):")
+        lines += [f"  {name}: {_split_text(entry.get('split'))}" for name, entry in manifest["image"]["kernels"].items()]
     lines.append(LaunchPlan.from_json(json.dumps(manifest["plan"])).describe())
     lines.append("files:")
     lines += [f"  {name}: {entry['size']} bytes sha256 {entry['sha256'][:16]}" for name, entry in sorted(manifest["files"].items())]
     print("\n".join(lines))
     return 0
+
+
+def _split_text(split) -> str:
+    """How a CPU kernel of an image runs: on one thread, or cut into blocks along its arguments' split dims."""
+    if split is None:
+        return "one thread"
+    return "cut into blocks along (" + ", ".join("-" if dim is None else str(dim) for dim in split) + ")"
 
 
 def cache_command(args) -> int:

@@ -84,10 +84,18 @@ def plus_transpose(fd, x):
 
 def row_and_vector(fd, x):
     # y is read along the columns of x in one nest and along its own dim in
-    # another: split in one and whole in the other, so the segment runs whole
+    # the other: taken from the last, the nests split x's columns
     y = fd.define_tensor([-1], dtype=DataType.Float)
     fd.add_output(x + fd.ops.broadcast_in_dim(y, [1, -1], [1]))
     fd.add_output(y * 2.0)
+
+
+def both_ways(fd, x):
+    # y is read along x's columns in one nest and along its rows in the
+    # other: split in one and whole in the other either way, so it runs whole
+    y = fd.define_tensor([-1], dtype=DataType.Float)
+    fd.add_output(x + fd.ops.broadcast_in_dim(y, [1, -1], [1]))
+    fd.add_output(x * fd.ops.broadcast_in_dim(y, [-1, 1], [0]))
 
 
 def flattened(fd, x):
@@ -105,7 +113,8 @@ CASES = {
     two_nests: ([-1, -1], [(0, 0, 0, 0)], None),
     total: ([-1, -1], [None], "a linalg.generic has no parallel loop"),
     plus_transpose: ([-1, -1], [None], "is split along different dims"),
-    row_and_vector: ([-1, -1], [None], "is split along different dims ([0, None])"),
+    row_and_vector: ([-1, -1], [(1, 0, 1, 0)], None),
+    both_ways: ([-1, -1], [None], "is split along different dims ([0, None])"),
     flattened: ([-1, -1], [None], "'memref.store' is not one of the ops a split segment may have"),  # the shape of a memref.reshape
     static_softmax: ([4, 8], [None], "split dim 0 of a memref<4x8xf32, strided<[?, ?], offset: ?>> is static"),
 }

@@ -333,7 +333,8 @@ class CpuKernel:
                 part[1] += moved
                 part[size_at] = stop - start
             addresses.append(address)
-        pending = [_pool(blocks - 1).submit(self._function, address) for address in addresses[1:]]
+        pool = _pool(blocks - 1)
+        pending = [pool.submit(self._function, address) for address in addresses[1:]]
         try:
             self._function(addresses[0])
         finally:
@@ -415,14 +416,15 @@ _POOL_LOCK = threading.Lock()
 
 def _pool(workers: int):
     """A thread pool of at least ``workers`` threads, made anew after a
-    fork (a forked child has none of its parent's threads)."""
+    fork (a forked child has none of its parent's threads) and when a call
+    wants more threads. A replaced pool is not shut down: another thread may
+    be about to hand it blocks; its threads end once it is unreferenced and
+    idle."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] < workers:
             from concurrent.futures import ThreadPoolExecutor
 
-            if _POOL is not None and _POOL[0] == os.getpid():
-                _POOL[2].shutdown(wait=False)
             _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="fuser-mlir-cpu"))
         return _POOL[2]
 

@@ -175,6 +175,46 @@ def test_each_case_cut_into_blocks_matches_the_reference(build):
     assert counts["cut"] == sum(split is not None for split in CASES[build][1])
 
 
+def test_threads_calling_split_kernels_at_once_get_their_own_results():
+    # four threads call one fusion on row counts that need 2 to 3 blocks, so
+    # the pool grows while other threads hand it blocks
+    import threading
+
+    fd = fusion_of(softmax, [-1, -1])
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal((rows, 7)).astype(np.float32) for rows in (2, 3, 5, 8)]
+    expected = [evaluate(fd, [a])[0] for a in arrays]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(30):
+                (got,) = fd.execute([arrays[k]])
+                np.testing.assert_allclose(got, expected[k], rtol=2e-6, atol=2e-6)
+        except Exception as err:  # reported below, with the thread
+            errors.append((k, err))
+
+    with cut_into_blocks() as counts:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors, errors
+    assert counts["cut"] == 120
+
+
+def test_a_forked_child_makes_its_own_pool(monkeypatch):
+    from fuser_mlir.runtime import cpu as cpu_runtime
+
+    stale = (-1, 8, object())  # a parent's pool: its threads are not in this process
+    monkeypatch.setattr(cpu_runtime, "_POOL", stale)
+    pool = cpu_runtime._pool(2)
+    assert pool is not stale[2] and cpu_runtime._POOL[0] > 0
+    assert cpu_runtime._pool(1) is pool  # kept while it is big enough
+    assert cpu_runtime._pool(3) is not pool  # and replaced by a bigger one
+
+
 def test_split_dims_travel_with_the_kernel_image():
     compiled = compile_fusion(fusion_of(outer_product, [-1, -1]), device="cpu")
     assert [entry["split"] for entry in compiled.image.spec["kernels"].values()] == [[0, 0, None, 0]]

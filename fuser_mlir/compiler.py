@@ -97,7 +97,7 @@ class CompiledFusion(Inspectable):
         caller's own torch tensors / DeviceArrays (new outputs are then
         returned as torch tensors or DeviceArrays, not views)."""
         if self.device == "cpu":
-            return execute(self.plan, self.kernels, args, given, allocate, memory)
+            return execute(self.plan, self.kernels, args, given, allocate, memory, reuse=True)
         from fuser_mlir.runtime import cuda
 
         return cuda.execute_plan(

@@ -1,4 +1,4 @@
-"""Running CPU kernels cut into blocks on small arrays, for tests.
+"""The CPU runtime's large-array behaviour on small arrays, for tests.
 
 Split kernels (:mod:`fuser_mlir.lowering.cpu_split`) run a call as blocks
 only on arrays of megabytes. Within :func:`cut_into_blocks` every call of a
@@ -6,6 +6,10 @@ split kernel on at least two rows runs as blocks (``BLOCK_BYTES`` is one
 byte, ``FUSER_CPU_THREADS`` is ``threads``), and the returned counter
 tells how many kernel calls there were and how many of them ran as blocks,
 so that a test can check that it tested what it meant to.
+
+A plan keeps its intermediates from call to call only from a megabyte on
+(:class:`fuser_mlir.runtime.plan.Intermediates`); within
+:func:`keep_every_intermediate` it keeps every one.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from fuser_mlir.runtime import cpu as cpu_runtime
+from fuser_mlir.runtime import plan as plan_runtime
 
 
 @contextlib.contextmanager
@@ -45,3 +51,29 @@ def whole_calls():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FUSER_CPU_THREADS", "1")
         yield
+
+
+@contextlib.contextmanager
+def keep_every_intermediate():
+    """Every intermediate a plan frees is kept, poisoned (NaN, or -77 and
+    True for integers and booleans), so that a kernel reading one before its
+    producer wrote all of it reads poison; the returned counter's ``kept``
+    is how many intermediates a call took from an earlier one."""
+    counts: Counter = Counter()
+    take, give = plan_runtime.Intermediates.take, plan_runtime.Intermediates.give
+
+    def counted_take(kept, shape, dtype):
+        before = kept.nbytes
+        array = take(kept, shape, dtype)
+        counts["kept"] += kept.nbytes < before
+        return array
+
+    def poisoned_give(kept, array):
+        array.fill(True if array.dtype == bool else -77 if array.dtype.kind in "iu" else np.nan)
+        give(kept, array)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_runtime, "KEEP_BYTES", 1)
+        patch.setattr(plan_runtime.Intermediates, "take", counted_take)
+        patch.setattr(plan_runtime.Intermediates, "give", poisoned_give)
+        yield counts

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from blocks import cut_into_blocks
+from blocks import cut_into_blocks, keep_every_intermediate
 from devices import cuda_available, to_device, to_host
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
@@ -374,12 +374,15 @@ def assert_close(got: np.ndarray, want: np.ndarray, float32: bool, scale: float,
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * scale, err_msg=what)
 
 
-def run_and_check(fd, policy: str, inputs, expected, float32: list[bool], scale: float, recipe: Recipe, device: str = "cpu") -> None:
-    """Run under ``policy`` on copies of ``inputs`` on ``device`` and check every output and input."""
+def run_and_check(
+    fd, policy: str, inputs, expected, float32: list[bool], scale: float, recipe: Recipe, device: str = "cpu", executor=None,
+) -> None:
+    """Run under ``policy`` on copies of ``inputs`` on ``device`` (with
+    ``executor``, else a new FusionExecutorCache) and check every output and input."""
     args = [to_device(a.copy(), device) for a in inputs]
     outputs = given_outputs(fd, recipe, args, expected, device)
     try:
-        outs = FusionExecutorCache(fd, hazard_policy=policy).run(args, outputs=outputs)
+        outs = (executor or FusionExecutorCache(fd, hazard_policy=policy)).run(args, outputs=outputs)
     except CompileError as err:
         if policy not in MAY_REFUSE:
             raise AssertionError(f"policy={policy} must compile every fusion, but: {err}") from err
@@ -407,8 +410,9 @@ def run_and_check(fd, policy: str, inputs, expected, float32: list[bool], scale:
             np.testing.assert_array_equal(to_host(arg), entry, err_msg=f"policy={policy}: input {k} is not aliased but changed")
 
 
-def check_every_policy(recipe: Recipe, device: str) -> None:
-    """The recipe's fusion under every policy on ``device``, against the SSA reference."""
+def check_every_policy(recipe: Recipe, device: str, runs: int = 1) -> None:
+    """The recipe's fusion under every policy on ``device``, against the SSA
+    reference (``runs`` times on one executor a policy)."""
     fd, builder = build(recipe)
     note("fusion:\n" + "\n".join(builder.lines))
     inputs = random_inputs(fd, recipe)
@@ -418,7 +422,9 @@ def check_every_policy(recipe: Recipe, device: str) -> None:
     float32 = [builder.float32.get(spec.tensor, True) for spec in fd.outputs]
     with compile_once_per_module_text():
         for policy in POLICIES:
-            run_and_check(fd, policy, inputs, expected, float32, scale, recipe, device)
+            executor = FusionExecutorCache(fd, hazard_policy=policy)
+            for _ in range(runs):
+                run_and_check(fd, policy, inputs, expected, float32, scale, recipe, device, executor)
 
 
 RANDOM_SETTINGS = dict(
@@ -452,19 +458,22 @@ def test_random_inplace_fusions_cut_into_blocks_match_the_ssa_reference():
     """The first BLOCK_FUSIONS of the CPU test's fusions, with every call of a
     split kernel (fuser_mlir/lowering/cpu_split.py) on two rows or more cut
     into blocks that run side by side: an in-place update must stay an SSA
-    update when blocks of one kernel run at once."""
-    totals = {"calls": 0, "cut": 0}
+    update when blocks of one kernel run at once. Each runs twice on one
+    executor a policy, the second run taking the first's intermediates,
+    poisoned (blocks.keep_every_intermediate)."""
+    totals = {"calls": 0, "cut": 0, "kept": 0}
 
     @settings(max_examples=BLOCK_FUSIONS, **RANDOM_SETTINGS)
     @given(recipe=recipes())
     def check(recipe):
-        with cut_into_blocks() as counts:
-            check_every_policy(recipe, "cpu")
+        with cut_into_blocks() as counts, keep_every_intermediate() as kept:
+            check_every_policy(recipe, "cpu", runs=2)
         totals["calls"] += counts["calls"]
         totals["cut"] += counts["cut"]
+        totals["kept"] += kept["kept"]
 
     check()
-    assert totals["cut"] >= totals["calls"] // 5, totals
+    assert totals["cut"] >= totals["calls"] // 5 and totals["kept"] >= 50, totals
 
 
 # -- regressions found by the random test ------------------------------------

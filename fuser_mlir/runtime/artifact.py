@@ -457,7 +457,7 @@ def _execute_cpu(plan, kernels, args, given, memory):
     from fuser_mlir.runtime.cpu import numpy_dtype
     from fuser_mlir.runtime.plan import execute
 
-    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory)
+    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory, reuse=True)
 
 
 def _image_files(manifest: dict) -> list[str]:

@@ -4,7 +4,8 @@ and freeing intermediates after their last use."""
 import numpy as np
 import pytest
 
-from fuser_mlir.runtime.plan import Buffer, LaunchPlan, MemoryStats, Step, eval_size, execute, format_size
+from fuser_mlir.runtime import plan as plan_module
+from fuser_mlir.runtime.plan import Buffer, Intermediates, LaunchPlan, MemoryStats, Step, eval_size, execute, format_size
 
 
 def test_size_formulas_evaluate_against_input_shapes():
@@ -101,3 +102,49 @@ def test_a_plan_runs_again_with_new_sizes_and_computed_shapes():
     assert stats.peak_live_bytes == 3 * 12 * 8  # input, flat and out of the (3, 4) calls
     with pytest.raises(ValueError, match="the launch plan takes 2 inputs, got 1"):
         execute(plan, kernels, [x], {}, np.empty, stats)
+
+
+def _recording_kernels(seen: list) -> dict:
+    """The chain plan's kernels, recording the intermediates each call writes into."""
+
+    def kernel(fn, writes_intermediate):
+        def run(*args):
+            if writes_intermediate:
+                seen.append(args[-1])
+            np.copyto(args[-1], fn(*args[:-1]))
+        return run
+
+    return {"inc": kernel(lambda a: a + 1, True), "dbl": kernel(lambda a: a * 2, True), "sub": kernel(lambda a, b: a - b, False)}
+
+
+def test_reused_intermediates_come_back_in_the_next_call_and_never_leave(monkeypatch):
+    monkeypatch.setattr(plan_module, "KEEP_BYTES", 1)
+    plan, seen, stats = _chain_plan(), [], MemoryStats()
+    kernels = _recording_kernels(seen)
+    results = []
+    for n in (1000, 1000, 7):
+        x = np.random.default_rng().random(n)
+        (out,) = execute(plan, kernels, [x], {}, lambda shape, dtype: np.full(shape, np.nan, dtype), stats, reuse=True)
+        results.append((out, (x + 1) * 2 - x))
+    # t1 and t2 are live together: two buffers, which the second call takes
+    # again; the call on 7 elements gets buffers of its own
+    first, second, third = {id(a) for a in seen[0:2]}, {id(a) for a in seen[2:4]}, {id(a) for a in seen[4:6]}
+    assert len(first) == 2 and second == first and not third & first
+    for out, expected in results:  # outputs are never kept: the later calls left them alone
+        np.testing.assert_array_equal(out, expected)
+    assert all(out is not buffer for out, _ in results for buffer in seen)
+    assert stats.allocations == 9 and stats.live_bytes == 0  # counted as allocations all the same
+    assert plan._prepared.intermediates.nbytes == 2 * (1000 + 7) * 8
+
+
+def test_kept_intermediates_are_bounded_and_small_ones_are_not_kept(monkeypatch):
+    kept = Intermediates(limit=2)
+    big = [kept.take(shape, "float32") for shape in [(1, 300_000), (300_000, 1), (300_000,)]]
+    for array in big:
+        kept.give(array)
+    assert kept.nbytes == 2 * 1_200_000  # the least recently given kind went first
+    assert kept.take((300_000,), "float32") is big[2] and kept.nbytes == 1_200_000
+    small = kept.take((10,), "float64")
+    kept.give(small)
+    assert kept.take((10,), "float64") is not small  # below KEEP_BYTES: malloc's business
+    assert kept.take((300_000, 1), "float32").shape == (300_000, 1) and kept.nbytes == 0

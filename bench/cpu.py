@@ -3,7 +3,8 @@
     python bench/cpu.py [--json bench/results/cpu.json] [--repeat 10] [--scale 0]
 
 Cases: a 6-op pointwise chain on 16M float32 elements, a row softmax of a
-4096x4096 float32 array, and a column sum of a 4096x4096 float32 array.
+4096x4096 float32 array, a softmax over its columns (3 segments, whose
+intermediates the plan keeps from call to call), and a column sum.
 Each is checked against a float64 NumPy reference first, then timed (median
 of --repeat runs after a warm-up) together with the NumPy expression of the
 same computation in the same process: fuser-mlir on one thread
@@ -66,6 +67,23 @@ def softmax(scale: int = 0):
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     return f"row softmax ({side}x{side} f32)", fd, [x], numpy_version, e / e.sum(axis=1, keepdims=True), 2 * x.nbytes
+
+
+def column_softmax(scale: int = 0):
+    with FusionDefinition(name="column_softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[0], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
+    side = 4096 >> scale
+    x = np.random.default_rng(3).standard_normal((side, side)).astype(np.float32)
+
+    def numpy_version(x):
+        e = np.exp(x - x.max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
+
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=0, keepdims=True))
+    return f"column softmax ({side}x{side} f32, 3 segments)", fd, [x], numpy_version, e / e.sum(axis=0, keepdims=True), 2 * x.nbytes
 
 
 def column_sum(scale: int = 0):
@@ -132,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     threads = config.cpu_threads()
     rows = []
-    for case in (pointwise_chain, softmax, column_sum):
+    for case in (pointwise_chain, softmax, column_softmax, column_sum):
         name, fd, inputs, numpy_version, ref, model_bytes = case(args.scale)
         (out,) = fd.execute(inputs)
         err = float(np.max(np.abs(out - ref)))

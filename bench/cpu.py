@@ -172,10 +172,10 @@ def main(argv: list[str] | None = None) -> None:
             }
         )
     print(f"fuser-mlir on 1 and on {threads} threads (FUSER_CPU_THREADS), against NumPy")
-    print(f"{'case':<34} {'1 thread':>9} {'fuser ms':>9} {'numpy ms':>9} {'speed-up':>9} {'GB/s':>7}")
+    print(f"{'case':<44} {'1 thread':>9} {'fuser ms':>9} {'numpy ms':>9} {'speed-up':>9} {'GB/s':>7}")
     for r in rows:
         print(
-            f"{r['case']:<34} {r['fuser_one_thread_ms']:9.2f} {r['fuser_ms']:9.2f} {r['numpy_ms']:9.2f} "
+            f"{r['case']:<44} {r['fuser_one_thread_ms']:9.2f} {r['fuser_ms']:9.2f} {r['numpy_ms']:9.2f} "
             f"{r['speedup_vs_numpy']:8.2f}x {r['fuser_GBps']:7.2f}"
         )
     sizes = chain_sizes(threads, args.repeat, args.scale)

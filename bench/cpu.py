@@ -50,40 +50,30 @@ def pointwise_chain(scale: int = 0):
     return f"pointwise chain (6 ops, {n >> 20}M f32)" if n >= 1 << 20 else f"pointwise chain (6 ops, {n} f32)", fd, [x, y], numpy_version, ref, 3 * n * 4
 
 
-def softmax(scale: int = 0):
-    with FusionDefinition(name="softmax") as fd:
+def softmax_over(dim: int, scale: int = 0):
+    """A softmax over ``dim`` of a 4096x4096 float32 array: over the rows
+    (``dim`` 1) one segment, over the columns three."""
+    with FusionDefinition(name=f"softmax_over_{dim}") as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        m = fd.ops.max(x, dims=[1], keepdim=True)
-        e = fd.ops.exp(x - m)
-        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
-    rng = np.random.default_rng(1)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[dim], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[dim], keepdim=True))
     side = 4096 >> scale
-    x = rng.standard_normal((side, side)).astype(np.float32)
+    x = np.random.default_rng(3 - 2 * dim).standard_normal((side, side)).astype(np.float32)
 
     def numpy_version(x):
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        e = np.exp(x - x.max(axis=dim, keepdims=True))
+        return e / e.sum(axis=dim, keepdims=True)
 
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    return f"row softmax ({side}x{side} f32)", fd, [x], numpy_version, e / e.sum(axis=1, keepdims=True), 2 * x.nbytes
+    name = f"row softmax ({side}x{side} f32)" if dim == 1 else f"column softmax ({side}x{side} f32, 3 segments)"
+    return name, fd, [x], numpy_version, numpy_version(x.astype(np.float64)), 2 * x.nbytes
+
+
+def softmax(scale: int = 0):
+    return softmax_over(1, scale)
 
 
 def column_softmax(scale: int = 0):
-    with FusionDefinition(name="column_softmax") as fd:
-        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
-        e = fd.ops.exp(x - fd.ops.max(x, dims=[0], keepdim=True))
-        fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
-    side = 4096 >> scale
-    x = np.random.default_rng(3).standard_normal((side, side)).astype(np.float32)
-
-    def numpy_version(x):
-        e = np.exp(x - x.max(axis=0, keepdims=True))
-        return e / e.sum(axis=0, keepdims=True)
-
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=0, keepdims=True))
-    return f"column softmax ({side}x{side} f32, 3 segments)", fd, [x], numpy_version, e / e.sum(axis=0, keepdims=True), 2 * x.nbytes
+    return softmax_over(0, scale)
 
 
 def column_sum(scale: int = 0):

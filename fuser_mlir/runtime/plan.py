@@ -21,6 +21,7 @@ import dataclasses
 import json
 import operator
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -220,13 +221,16 @@ class Intermediates:
     before any step reads it. At most :data:`KEPT_SHAPES` times as many
     (shape, dtype) kinds as the plan has such intermediates are kept, the
     least recently used dropped first: calls on arrays of other sizes do
-    not pile buffers up. Safe for calls from several threads (each takes
-    buffers of its own)."""
+    not pile buffers up. All plans together keep at most
+    :data:`KEEP_TOTAL_BYTES`; a buffer past that is dropped, not kept (many
+    fusions in one process do not pile buffers up either). Safe for calls
+    from several threads (each takes buffers of its own)."""
 
     def __init__(self, limit: int):
         self.limit = max(1, limit)
         self._kept: OrderedDict[tuple, list] = OrderedDict()
         self._lock = threading.Lock()
+        _EVERY.add(self)
 
     def take(self, shape: tuple[int, ...], dtype: str):
         key = (tuple(shape), dtype)
@@ -238,7 +242,7 @@ class Intermediates:
         return np.empty(shape, numpy_dtype(dtype))
 
     def give(self, array) -> None:
-        if array.nbytes < KEEP_BYTES:
+        if array.nbytes < KEEP_BYTES or kept_bytes() + array.nbytes > KEEP_TOTAL_BYTES:
             return
         key = (array.shape, _dtype_name(array.dtype))
         with self._lock:
@@ -256,6 +260,14 @@ class Intermediates:
 
 #: Intermediates smaller than this are not kept (malloc reuses their memory anyway).
 KEEP_BYTES = 1 << 20
+#: What all plans of the process keep at most, together.
+KEEP_TOTAL_BYTES = 1 << 30
+_EVERY: weakref.WeakSet = weakref.WeakSet()  # every Intermediates (a plan's goes with it)
+
+
+def kept_bytes() -> int:
+    """The bytes of intermediates all plans of the process keep now."""
+    return sum(kept.nbytes for kept in list(_EVERY))
 #: How many (shape, dtype) kinds of intermediates a plan keeps, per intermediate it frees.
 KEPT_SHAPES = 2
 

@@ -34,7 +34,8 @@ The rules, checked for every op at the top of the function:
   in each operand's map (whose results are all dims or constants); where it
   appears is the operand's split dim, and an operand it does not appear in
   is read whole (a broadcast). Every output has a split dim. The body reads
-  no loop index (``linalg.index``), which would count from the block's start.
+  no loop index (``linalg.index``), which would count from the block's
+  start, and no buffer that is not an operand.
 - A buffer (argument or allocation) has one split dim in every nest that
   touches it, or none in all of them.
 - ``linalg.copy`` and ``memref.copy`` split both buffers along the dim
@@ -158,8 +159,11 @@ def _record_generic(g: Generic, split: dict) -> None:
     """Add the split dim of each operand of ``g`` to ``split``."""
     if not g.parallel:
         raise _NotSplittable("a linalg.generic has no parallel loop")
-    if any(op.name == "linalg.index" for op in g.body.operations):
-        raise _NotSplittable("a linalg.generic reads a loop index")
+    for op in g.body.operations:
+        if op.name == "linalg.index":
+            raise _NotSplittable("a linalg.generic reads a loop index")
+        if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
+            raise _NotSplittable(f"a linalg.generic's body reads a buffer of its own ('{op.name}')")
     loop = _split_loop(g, split)
     for k, (operand, amap) in enumerate(zip(g.inputs + g.outputs, g.maps)):
         if not isinstance(operand.type, ir.MemRefType):

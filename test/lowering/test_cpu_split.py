@@ -217,6 +217,41 @@ def test_a_forked_child_makes_its_own_pool(monkeypatch):
     assert cpu_runtime._pool(3) is not pool  # and replaced by a bigger one
 
 
+HAND_WRITTEN = """
+#id = affine_map<(d0) -> (d0)>
+func.func @index(%x: memref<?xf32>, %out: memref<?xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<?xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %f = arith.index_cast %i : index to i32
+    %g = arith.sitofp %f : i32 to f32
+    %s = arith.addf %in, %g : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func @captured(%x: memref<?xf32>, %table: memref<?xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : memref<?xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %t = memref.load %table[%c0] : memref<?xf32>
+    %s = arith.addf %in, %t : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+
+def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_runs_whole():
+    # the lowering writes neither; a split of either would be wrong
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(HAND_WRITTEN, context=context)
+        index, captured = [op.operation for op in module.body.operations]
+        assert why_not_split(index) == "a linalg.generic reads a loop index"
+        assert why_not_split(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
+
+
 def test_split_dims_travel_with_the_kernel_image():
     compiled = compile_fusion(fusion_of(outer_product, [-1, -1]), device="cpu")
     assert [entry["split"] for entry in compiled.image.spec["kernels"].values()] == [[0, 0, None, 0]]

@@ -230,7 +230,8 @@ class Intermediates:
         self.limit = max(1, limit)
         self._kept: OrderedDict[tuple, list] = OrderedDict()
         self._lock = threading.Lock()
-        _EVERY.add(self)
+        self._bytes = [0]  # this pool's share of the process's kept bytes (a cell the finalizer reads)
+        weakref.finalize(self, _count_kept, self._bytes, None)
 
     def take(self, shape: tuple[int, ...], dtype: str):
         key = (tuple(shape), dtype)
@@ -238,38 +239,57 @@ class Intermediates:
             buffers = self._kept.get(key)
             if buffers:
                 self._kept.move_to_end(key)
-                return buffers.pop()
+                array = buffers.pop()
+                _count_kept(self._bytes, -array.nbytes)
+                return array
         return np.empty(shape, numpy_dtype(dtype))
 
     def give(self, array) -> None:
-        if array.nbytes < KEEP_BYTES or kept_bytes() + array.nbytes > KEEP_TOTAL_BYTES:
+        if array.nbytes < KEEP_BYTES:
             return
         key = (array.shape, _dtype_name(array.dtype))
         with self._lock:
+            if not _count_kept(self._bytes, array.nbytes):
+                return  # past KEEP_TOTAL_BYTES: dropped
             self._kept.setdefault(key, []).append(array)
             self._kept.move_to_end(key)
             while len(self._kept) > self.limit:
-                self._kept.popitem(last=False)
+                _, dropped = self._kept.popitem(last=False)
+                _count_kept(self._bytes, -sum(a.nbytes for a in dropped))
 
     @property
     def nbytes(self) -> int:
         """Bytes kept now."""
-        with self._lock:
-            return sum(a.nbytes for buffers in self._kept.values() for a in buffers)
+        return self._bytes[0]
 
 
 #: Intermediates smaller than this are not kept (malloc reuses their memory anyway).
 KEEP_BYTES = 1 << 20
 #: What all plans of the process keep at most, together.
 KEEP_TOTAL_BYTES = 1 << 30
-_EVERY: weakref.WeakSet = weakref.WeakSet()  # every Intermediates (a plan's goes with it)
+#: How many (shape, dtype) kinds of intermediates a plan keeps, per intermediate it frees.
+KEPT_SHAPES = 2
+_KEPT = [0]  # bytes all plans of the process keep now
+_KEPT_LOCK = threading.Lock()
+
+
+def _count_kept(share: list, change: int | None) -> bool:
+    """Add ``change`` bytes to a pool's ``share`` and to the process's count
+    (None: the pool is gone, take its whole share away). False, changing
+    nothing, where keeping ``change`` more would pass KEEP_TOTAL_BYTES."""
+    with _KEPT_LOCK:
+        if change is None:
+            change = -share[0]
+        if change > 0 and _KEPT[0] + change > KEEP_TOTAL_BYTES:
+            return False
+        _KEPT[0] += change
+        share[0] += change
+        return True
 
 
 def kept_bytes() -> int:
     """The bytes of intermediates all plans of the process keep now."""
-    return sum(kept.nbytes for kept in list(_EVERY))
-#: How many (shape, dtype) kinds of intermediates a plan keeps, per intermediate it frees.
-KEPT_SHAPES = 2
+    return _KEPT[0]
 
 
 def _dtype_name(dtype: np.dtype) -> str:

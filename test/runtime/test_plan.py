@@ -151,14 +151,15 @@ def test_kept_intermediates_are_bounded_and_small_ones_are_not_kept(monkeypatch)
 
 
 def test_all_plans_together_keep_at_most_keep_total_bytes(monkeypatch):
+    import gc
+
+    gc.collect()  # plans of earlier tests that are garbage already: gone now, not in the middle of the test
     monkeypatch.setattr(plan_module, "KEEP_TOTAL_BYTES", plan_module.kept_bytes() + 3_000_000)
     plans = [Intermediates(limit=4) for _ in range(3)]
     for kept in plans:
         kept.give(kept.take((1_200_000,), "uint8"))
     assert [kept.nbytes for kept in plans] == [1_200_000, 1_200_000, 0]  # the third would pass the bound
     plans.pop(0)
-    import gc
-
     gc.collect()  # a plan dropped takes its buffers along, and leaves room
     plans[1].give(plans[1].take((1_200_000,), "uint8"))
     assert plans[1].nbytes == 1_200_000

@@ -30,12 +30,13 @@ The rules, checked for every op at the top of the function:
   ``parallel`` loop that no operand maps to a static dim, else its first
   ``parallel`` loop (a sum over dim 0 of a matrix splits its columns). When
   the nests, taken in order, do not agree, they are taken once more from
-  the last (a nest making ``exp(x)`` then follows the column sum of it). The loop appears at most once
-  in each operand's map (whose results are all dims or constants); where it
-  appears is the operand's split dim, and an operand it does not appear in
-  is read whole (a broadcast). Every output has a split dim. The body reads
-  no loop index (``linalg.index``), which would count from the block's
-  start, and no buffer that is not an operand.
+  the last (a nest making ``exp(x)`` then follows the column sum of it).
+  The loop appears at most once in each operand's map (whose results are
+  all dims or constants); where it appears is the operand's split dim, and
+  an operand it does not appear in is read whole (a broadcast). Every
+  output has a split dim. The body reads no loop index (``linalg.index``),
+  which would count from the block's start, and no buffer that is not an
+  operand.
 - A buffer (argument or allocation) has one split dim in every nest that
   touches it, or none in all of them.
 - ``linalg.copy`` and ``memref.copy`` split both buffers along the dim
@@ -124,11 +125,13 @@ def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
         if dim is not None and dim not in _dynamic_dims(buffer.type):
             raise _NotSplittable(f"split dim {dim} of a {buffer.type} is static")
     block_sizes = _block_sizes(extents, dims)
-    for op in allocations:
-        _check_allocation(op, dims.get(op.result), block_sizes)
+    sizing = _split_sizes(allocations, dims)  # (allocation, operand) that sizes each split allocation's split dim
+    for op, operand in sizing:
+        if op.operands[operand] not in block_sizes:
+            raise _NotSplittable(f"split dim {dims[op.result]} of an allocation is not sized by the length of a split dim")
     for size in block_sizes:
         for use in size.uses:
-            if use.owner.name != "memref.alloc" or not _sizes_split_dim(use.owner, use.operand_number, dims.get(use.owner.result)):
+            if (use.owner.operation, use.operand_number) not in sizing:
                 raise _NotSplittable("the length of a split dim is used for more than the size of a split allocation")
     result = tuple(dims.get(arg) if isinstance(arg.type, ir.MemRefType) else None for arg in block.arguments)
     if all(dim is None for dim in result):
@@ -240,23 +243,10 @@ def _block_sizes(extents: list[ir.Operation], dims: dict) -> list[ir.Value]:
     return sizes
 
 
-def _sizes_split_dim(allocation: ir.Operation, operand: int, dim: int | None) -> bool:
-    """Whether operand ``operand`` of ``allocation`` is the size of its split dim ``dim``."""
-    if dim is None:
-        return False
-    dynamic = _dynamic_dims(allocation.result.type)
-    return operand < len(dynamic) and dynamic[operand] == dim
-
-
-def _check_allocation(op: ir.Operation, dim: int | None, block_sizes: list[ir.Value]) -> None:
-    """A split allocation's split dim is sized by a ``memref.dim`` of a split dim."""
-    if dim is None:
-        return
-    dynamic = _dynamic_dims(op.result.type)
-    if dim not in dynamic:
-        raise _NotSplittable(f"split dim {dim} of an allocation is static")
-    if op.operands[dynamic.index(dim)] not in block_sizes:
-        raise _NotSplittable(f"split dim {dim} of an allocation is not sized by the length of a split dim")
+def _split_sizes(allocations: list[ir.Operation], dims: dict) -> list[tuple[ir.Operation, int]]:
+    """``(allocation, operand)`` for each allocation with a split dim: the
+    size operand of that dim (split dims are dynamic, checked before)."""
+    return [(op, _dynamic_dims(op.result.type).index(dims[op.result])) for op in allocations if dims.get(op.result) is not None]
 
 
 def _dynamic_dims(type_: ir.Type) -> list[int]:

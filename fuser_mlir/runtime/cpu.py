@@ -241,7 +241,7 @@ class CpuKernel:
 
     ``split`` (from :func:`fuser_mlir.lowering.cpu_split.split_dims`; None:
     the segment runs whole) gives per argument the dim along which a call
-    may be cut into blocks that run side by side (see :meth:`blocks`).
+    may be cut into blocks that run side by side (see :meth:`_block_count`).
     """
 
     def __init__(
@@ -287,37 +287,32 @@ class CpuKernel:
     def __call__(self, *args: object) -> None:
         if len(args) != len(self._setters):
             raise TypeError(f"CpuKernel {self.name}: expected {len(self._setters)} arguments, got {len(args)}")
-        blocks = 1
+        length = blocks = 1
         if self._cut_args:  # a sum of sizes first: the split costs small calls next to nothing
             nbytes = 0
             for index in self._cut_args:
                 nbytes += args[index].nbytes
             if nbytes >= 2 * BLOCK_BYTES:
-                blocks = self.blocks(args)
+                length, blocks = self._block_count(args, nbytes)
         with self._lock:
             for setter, value in zip(self._setters, args):
                 setter(value)
             if blocks == 1:
                 self._function(self._packed_address)
             else:
-                self._call_in_blocks(args[self._cut[0][0]].shape[self._cut[0][1]], blocks)
+                self._call_in_blocks(length, blocks)
 
-    def blocks(self, args: Sequence[object]) -> int:
-        """How many blocks a call on ``args`` runs as: 1 unless the kernel
-        splits, its split arguments agree on the length of their split dims,
-        and they hold at least :data:`BLOCK_BYTES` a block; at most
-        ``FUSER_CPU_THREADS`` (:func:`fuser_mlir.config.cpu_threads`), and at
-        most one a row of the split dim."""
-        nbytes = 0
-        for index, _, _ in self._cut:
-            nbytes += args[index].nbytes
-        if nbytes < 2 * BLOCK_BYTES:
-            return 1
+    def _block_count(self, args: Sequence[object], nbytes: int) -> tuple[int, int]:
+        """The length of the split dims of a call on ``args`` whose split
+        arguments hold ``nbytes``, and how many blocks it runs as: 1 unless
+        the split arguments agree on that length; else one a
+        :data:`BLOCK_BYTES` of them, at most ``FUSER_CPU_THREADS``
+        (:func:`fuser_mlir.config.cpu_threads`) and at most one a row."""
         first, dim, _ = self._cut[0]
         length = args[first].shape[dim]
         if any(args[index].shape[d] != length for index, d, _ in self._cut):
-            return 1  # independent loop nests over arrays of different lengths
-        return max(1, min(_threads(), length, nbytes // BLOCK_BYTES))
+            return length, 1  # independent loop nests over arrays of different lengths
+        return length, max(1, min(_threads(), length, nbytes // BLOCK_BYTES))
 
     def _call_in_blocks(self, length: int, blocks: int) -> None:
         """Run the filled-in call as ``blocks`` calls on consecutive blocks
@@ -372,8 +367,8 @@ class CpuKernel:
 
 
 #: Bytes of split arguments a block of a call takes at least: below about
-#: this much a block's work is not worth a thread's wake-up (measured: see
-#: bench/cpu.py --threads).
+#: this much a block's work is not worth a thread's wake-up (measured: the
+#: chain by size of bench/cpu.py gains nothing at 3 MB on a 2-CPU VM).
 BLOCK_BYTES = 1 << 20
 
 

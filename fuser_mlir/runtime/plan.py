@@ -247,7 +247,7 @@ class Intermediates:
     def give(self, array) -> None:
         if array.nbytes < KEEP_BYTES:
             return
-        key = (array.shape, _dtype_name(array.dtype))
+        key = (array.shape, str(array.dtype))  # the runtime's dtype names are NumPy's (and ml_dtypes' bfloat16)
         with self._lock:
             if not _count_kept(self._bytes, array.nbytes):
                 return  # past KEEP_TOTAL_BYTES: dropped
@@ -290,11 +290,6 @@ def _count_kept(share: list, change: int | None) -> bool:
 def kept_bytes() -> int:
     """The bytes of intermediates all plans of the process keep now."""
     return _KEPT[0]
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    """The runtime's name of a NumPy dtype (``bfloat16`` for ml_dtypes')."""
-    return str(dtype)
 
 
 def size_getter(expr: SizeExpr) -> Callable[[Sequence[object]], int]:

@@ -419,7 +419,7 @@ FLAT_SPAN_LENGTHS = [5, 9, 10, 13, 23, 25, 27, 29, 55, 57, 61, 77, 100, 119, 121
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_short_rows_that_are_not_whole_vectors_in_groups_of_lanes(case, dtype, blocks, constants):
-    """FLAT_SPAN_ROWS on (off by default, not yet measured): short rows that
+    """FLAT_SPAN_ROWS on (as by default): short rows that
     are not whole vectors walk the tensor's flat vectors in groups of a
     warp's lanes, 1 to 16 lanes a row, each group's first and last vectors
     shared with the rows beside it (and, in a warp, with other groups');
@@ -460,9 +460,9 @@ def plain_reduction(kind: str):
 
 @pytest.mark.parametrize("kind", ["sum", "max", "sum-and-max", "sum-keepdim", "sum-float64", "sum-int32", "sum-3d", "sum-of-two-dims", "sum-strided"])
 def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
-    """Plain reductions over the last dims with ROW_PLAN_REDUCTIONS on (off
-    by default, not yet measured), on every row and in its "short" mode
-    (the groups of lanes, then the inner reductions), uncapped and on a
+    """Plain reductions over the last dims with ROW_PLAN_REDUCTIONS on, on
+    every row and in its "short" mode (the default: the groups of lanes,
+    then the inner reductions), uncapped and on a
     grid capped at 3 blocks. On the GPU: the row plan's kernels, a group of
     a warp's lanes to a block a row, thread 0 of the group storing the
     row's results (a sum and a max of the same rows in one kernel; float64

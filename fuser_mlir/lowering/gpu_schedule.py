@@ -82,7 +82,7 @@ inner reduction (R dims after the P dims)
     ``gpu.shuffle``), a block per row otherwise (``gpu.all_reduce``, then a
     barrier before the block's next row): lanes accumulate strided slices
     of the row in registers, lane 0 stores the row's result. With
-    :data:`ROW_PLAN_REDUCTIONS` (off: not yet measured), the persistent row
+    :data:`ROW_PLAN_REDUCTIONS` (``"short"``: short rows), the persistent row
     scheme instead.
 
 Row kernels walk a row in chunks of :data:`CHUNK_SLOTS` slots per lane (a
@@ -285,9 +285,13 @@ SPAN_ROWS = True
 #: Without it such rows take a warp each: a softmax of rows of 77 columns (a
 #: CLIP text encoder's attention) or 10 (ten classes) launches 2.4 and 0.3
 #: elements a thread, under one 16-byte vector; with it 19.2 and 10.0 in
-#: bfloat16 (``scripts/row_threads.py``). Off: not measured on a GPU yet
-#: (no device in the session that wrote it).
-FLAT_SPAN_ROWS = False
+#: bfloat16 (``scripts/row_threads.py``). On the H200 (sweep 41b; 256 MB,
+#: one call after an L2 flush, us; off -> on, torch.compile in brackets):
+#: softmax bfloat16 of 77 columns 2358 -> 338 (455), float32 of 77 721 ->
+#: 206 (227), bfloat16 of 10 18005 -> 651 (295), layer norm bfloat16 of 100
+#: 2250 -> 340 (177), RMS norm float32 of 250 225 -> 133 (131), sum
+#: bfloat16 of 77 804 -> 121 (178).
+FLAT_SPAN_ROWS = True
 #: Threads of a block of the cached warp variants where the row is
 #: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *
 #: y)``), so a lane holds only its slots' loads in flight (32-40 registers).
@@ -316,10 +320,14 @@ STREAMED_WARP_THREADS = 2 * WARP
 #: variant) where ``inner_reduction`` compiles 4, 1.45 s against 0.18 s on a
 #: 2-core host. ``"short"``: the row plan's groups of a warp's lanes alone
 #: take the rows they hold (up to 256 float32 columns), ``inner_reduction``
-#: the others. Off (False): not measured on a GPU yet (no device in the
-#: session that wrote it); a sweep of float32 sums of rows of 16 to 32K
-#: columns against torch.compile decides between False, True and "short".
-ROW_PLAN_REDUCTIONS: bool | str = False
+#: the others: 6 kernels, 0.12 s. On the H200 (sweep 41a; float32 sums,
+#: 256 MB, one call after an L2 flush, us; False / True / "short",
+#: torch.compile in brackets): rows of 16 columns 779 / 75 / 75 (74), 64
+#: 202 / 73 / 73 (74), 128 108 / 73 / 72 (72), 256 to 32K 71-74 all three
+#: (70-72). "short" is as fast as True on every row measured and compiles
+#: a sixth of the kernels. Not measured: a sum and a max of the same long
+#: rows, which True reads once and "short" twice.
+ROW_PLAN_REDUCTIONS: bool | str = "short"
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row
 #: length: the first whose ``threads * slots * lanes`` columns hold the row
 #: runs it (float32, 4 columns a slot: up to 2K, 4K, 8K, 16K, 16K, 32K

@@ -418,16 +418,16 @@ def test_row_kernels_read_16_byte_vectors_where_rows_divide_and_layouts_allow():
     vector = [launch for launch, n in zip(program.launches, lanes) if n == {8}]  # bf16: 8 per 16 bytes
     flat = [launch for launch, n in zip(program.launches, lanes) if n == {8, 1}]  # and elements past the tensor's last whole vector
     # groups of a warp's lanes a row (SPAN_ROWS), two warps and four blocks with the row in registers (a fifth would
-    # need more registers), a block reading it per pass; the same but the groups for rows that are not whole vectors,
-    # over the tensor's flat vectors (FLAT_ROWS), and for rows of 16K columns or fewer within a vector of a cached
-    # variant's columns, that variant with an edge slot (FLAT_EDGE_SLOTS)
-    assert len(vector) == 8 and len(flat) == 7 + 5
-    edge = flat[7:]
+    # need more registers), a block reading it per pass; the same for rows that are not whole vectors, over the
+    # tensor's flat vectors (FLAT_ROWS; their groups of lanes: FLAT_SPAN_ROWS), and for rows of 16K columns or fewer
+    # within a vector of a cached variant's columns, that variant with an edge slot (FLAT_EDGE_SLOTS)
+    assert len(vector) == 8 and len(flat) == 8 + 5
+    edge = flat[8:]
     lengths = {4096: "vector", 4100: "flat", 9000: "vector", 9009: "flat", 32768: "vector", 32770: "flat", 40000: "vector", 40007: "flat"}
-    lengths |= {7: "scalar", 9: "flat", 1015: "flat", 1017: "edge", 1023: "edge", 1025: "flat", 16383: "edge", 32767: "flat"}
+    lengths |= {7: "scalar", 9: "flat", 77: "flat", 1015: "flat", 1017: "edge", 1023: "edge", 1025: "flat", 16383: "edge", 32767: "flat"}
     for cols, scheme in lengths.items():
         chosen = [launch for launch in program.launches if evaluate(launch.when, [(3, cols), (3, cols)], [])]
-        kinds = {"vector": chosen[0] in vector, "flat": chosen[0] in flat[:7], "edge": chosen[0] in edge}
+        kinds = {"vector": chosen[0] in vector, "flat": chosen[0] in flat[:8], "edge": chosen[0] in edge}
         assert len(chosen) == 1 and kinds.get(scheme, chosen[0] not in vector + flat), cols
     # the edge slot: a lane's slots of the warp that takes rows of up to 1016 columns, and one more
     text = str(dense.module)
@@ -925,7 +925,7 @@ def test_short_rows_take_groups_of_a_warps_lanes(monkeypatch, spans):
 
 @pytest.mark.parametrize("on", [True, "short", False], ids=["row-plans", "short-rows", "inner-reductions"])
 def test_plain_reductions_as_row_plans(monkeypatch, on):
-    """ROW_PLAN_REDUCTIONS (off by default): plain reductions over rows run as
+    """ROW_PLAN_REDUCTIONS ("short" by default): plain reductions over rows run as
     row plans. A float32 sum, its row read by one generic, takes the
     streamed warps' blocks of two (STREAMED_WARP_THREADS), a sum and a max
     of the same rows one kernel that reads them once, in blocks of one
@@ -955,13 +955,13 @@ def test_plain_reductions_as_row_plans(monkeypatch, on):
                 assert [launch.block[0] for launch in chosen] == [threads] and grids == [[row_blocks, 1, 1]], (both, cols)
             else:
                 assert [launch.block[0] for launch in chosen] == [256] * (1 + both) and grids == [[5, 1, 1]] * (1 + both), (both, cols)
-        if on == "short":  # the groups of lanes (vector and scalar), and each reduction's warps and blocks (vector and scalar)
-            assert [launch.block[0] for launch in program.launches] == [threads] * 2 + [256] * 4 * (1 + both), both
+        if on == "short":  # the groups of lanes (vector, flat and scalar), and each reduction's warps and blocks (vector and scalar)
+            assert [launch.block[0] for launch in program.launches] == [threads] * 3 + [256] * 4 * (1 + both), both
 
 
 @pytest.mark.parametrize("spans", [True, False])
 def test_short_rows_that_are_not_whole_vectors_take_groups_of_lanes(monkeypatch, spans):
-    """FLAT_SPAN_ROWS (off by default): rows that are not whole vectors, and
+    """FLAT_SPAN_ROWS (on by default): rows that are not whole vectors, and
     that half a warp's lanes hold less a vector (bfloat16, 8 columns a
     vector, 32 a lane: up to 504 columns), take groups of a warp's lanes as
     whole-vector rows do, each group a vector short of its slots: a

@@ -415,17 +415,21 @@ FLAT_SPAN_LENGTHS = [5, 9, 10, 13, 23, 25, 27, 29, 55, 57, 61, 77, 100, 119, 121
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("blocks", [None, 3], ids=["a-row-a-group", "capped-grid"])
+@pytest.mark.parametrize("blocks, scalar", [(None, 0), (3, 0), (None, 504)], ids=["a-row-a-group", "capped-grid", "scalar-short-rows"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_short_rows_that_are_not_whole_vectors_in_groups_of_lanes(case, dtype, blocks, constants):
+def test_short_rows_that_are_not_whole_vectors_in_groups_of_lanes(case, dtype, blocks, scalar, constants):
     """FLAT_SPAN_ROWS on (as by default): short rows that
     are not whole vectors walk the tensor's flat vectors in groups of a
     warp's lanes, 1 to 16 lanes a row, each group's first and last vectors
     shared with the rows beside it (and, in a warp, with other groups');
     7 rows, so the last warp's groups are partly idle; uncapped and on a
-    grid capped at 3 blocks."""
+    grid capped at 3 blocks. With SCALAR_SHORT_ROWS = 504 (off by default,
+    not yet run on a GPU), those rows take the scalar variants instead, a
+    column a load, in groups of lanes up to 128 columns and a warp a row
+    beyond; rows of 505 and 511 the flat warp as before."""
     constants.setattr(gpu_schedule, "FLAT_SPAN_ROWS", True)
+    constants.setattr(gpu_schedule, "SCALAR_SHORT_ROWS", scalar)
     if blocks is not None:
         cap_row_grids(constants, blocks)
     check_rows(case, dtype, "cuda", FLAT_SPAN_LENGTHS, rows=7)

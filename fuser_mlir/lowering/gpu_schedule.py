@@ -292,6 +292,20 @@ SPAN_ROWS = True
 #: 2250 -> 340 (177), RMS norm float32 of 250 225 -> 133 (131), sum
 #: bfloat16 of 77 804 -> 121 (178).
 FLAT_SPAN_ROWS = True
+#: Rows that are not whole 16-byte vectors and at most this many columns
+#: long take the scalar variants (:data:`SCALAR_CACHED_ROWS`, a column a
+#: load, groups of a warp's lanes a row where half a warp holds the row)
+#: instead of a flat walk (:data:`FLAT_ROWS`); 0: none. A flat walk's
+#: kernel tests each column of its vectors for being in the row and
+#: handles the partial first and last vectors: a softmax bfloat16's is 1657
+#: SASS instructions, the scalar variant's 481 (``scripts/kernel_sass.py
+#: softmax:bfloat16:100 --all``), for 8 columns a lane where the flat walk
+#: keeps 32; on the H200 the flat walks of short bfloat16 rows ran at
+#: 0.15-0.4 of copy, bound by instruction issue (sweep 41c). Off: not
+#: measured on a GPU yet (no device time left in the session that wrote
+#: it); a sweep of 0, 64, 256 and 512 over rows of 10 to 500 columns
+#: decides.
+SCALAR_SHORT_ROWS = 0
 #: Threads of a block of the cached warp variants where the row is
 #: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *
 #: y)``), so a lane holds only its slots' loads in flight (32-40 registers).
@@ -3053,13 +3067,14 @@ class _SegmentScheduler:
         """(lanes, launch condition, whether the walk is flat) of each variant
         of a row kernel: :meth:`vector_variants`; with ``flat_groups`` (see
         :meth:`flat_rows`), rows that are not whole vectors but longer than
-        one walk the tensor's flat vectors but for :meth:`flat_boundary`'s,
-        which take the scalar variant with the shorter."""
+        one (and than :data:`SCALAR_SHORT_ROWS`) walk the tensor's flat
+        vectors but for :meth:`flat_boundary`'s, which take the scalar
+        variant with the shorter."""
         variants = [(n, condition, False) for n, condition in self.vector_variants(lanes, cols_f, nonempty=CLAMPED_LOADS)]
         if flat_groups is None:
             return variants
         (_, whole, _), (_, rest, _) = variants
-        flat = ["mul", rest, ["gt", cols_f, ["const", lanes]]]  # (rows of more than a vector that are not whole vectors)
+        flat = ["mul", rest, ["gt", cols_f, ["const", max(lanes, SCALAR_SHORT_ROWS)]]]  # (rows of more than a vector, or than SCALAR_SHORT_ROWS, that are not whole vectors)
         boundary = self.flat_boundary(flat_groups, lanes, cols_f)
         if boundary is not None:
             flat = ["mul", flat, ["sub", ["const", 1], boundary]]

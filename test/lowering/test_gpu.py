@@ -975,6 +975,32 @@ def test_short_rows_that_are_not_whole_vectors_take_groups_of_lanes(monkeypatch,
     assert (kernels[500] != kernels[505]) == spans
 
 
+@pytest.mark.parametrize("short", [0, 256])
+def test_short_rows_that_are_not_whole_vectors_may_take_the_scalar_variants(monkeypatch, short):
+    """SCALAR_SHORT_ROWS (0, off, by default): rows that are not whole
+    vectors and at most that many columns long take the scalar variants (a
+    column a load: no flat vector arguments) instead of a flat walk, in
+    groups of a warp's lanes as the flat walk's short rows do (a bfloat16
+    softmax's scalar lanes hold 8 columns: rows of 10 take 2 lanes, of 77
+    16, of 250 a warp); longer ones, and rows of whole vectors, as before."""
+    monkeypatch.setattr(gpu_schedule, "SCALAR_SHORT_ROWS", short)
+    context, module = outlined(softmax_bf16())
+    with context, ir.Location.unknown():
+        scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
+    (program,) = scheduled.programs.values()
+
+    def scheme(cols):
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, [(33, cols), (33, cols)], [])]
+        lanes = {b[2] for b in launch.args if b[0] == "flat"}
+        grid = evaluate(launch.grid[0], [(33, cols), (33, cols)], [])
+        return {frozenset({8}): "vector", frozenset({8, 1}): "flat"}.get(frozenset(lanes), "scalar"), grid
+
+    scalar = {10: ("scalar", 3), 77: ("scalar", 17), 250: ("scalar", 33)}  # (kind, one-warp blocks for 33 rows)
+    flat = {10: ("flat", 2), 77: ("flat", 5), 250: ("flat", 17)}  # 1, 4 and 16 lanes of 32 columns
+    expected = (scalar if short else flat) | {80: ("vector", 5), 300: ("flat", 17), 1001: ("flat", 33)}
+    assert {cols: scheme(cols) for cols in expected} == expected
+
+
 def test_loaded_bfloat16_columns_count_half_a_register(monkeypatch):
     """Whether a row fits a cached block variant counts the words its loaded
     columns take (a bfloat16 column half a word), but at least a register a

@@ -15,8 +15,8 @@ scheme that leaves most of a warp's lanes idle (a warp a row of 10 columns)
 shows here before any GPU time is spent. A persistent grid's threads take
 many rows each, so its count is high. ``--setting`` runs CODE in the
 namespace of fuser_mlir.lowering.gpu_schedule first, as
-scripts/gpu_schedule_sweep.py's settings do (``--setting "FLAT_SPAN_ROWS =
-True"``).
+scripts/gpu_schedule_sweep.py's settings do (``--setting "SCALAR_SHORT_ROWS =
+256"``).
 """
 
 import sys
@@ -69,7 +69,7 @@ def main(specs: list[str], hidden: list[int], megabytes: int = 256, setting: str
 def parse_args(argv: list[str]) -> tuple[list[str], list[int], int, str]:
     """(CASE:DTYPE specs, row lengths, MB, --setting's code) from the command line."""
     args = list(argv)
-    setting = pop_option(args, "--setting", "--setting needs the code to run, e.g. --setting 'FLAT_SPAN_ROWS = True'") or ""
+    setting = pop_option(args, "--setting", "--setting needs the code to run, e.g. --setting 'SCALAR_SHORT_ROWS = 256'") or ""
     lengths = pop_option(args, "--hidden", "--hidden needs row lengths, e.g. --hidden 10,77,128")
     if lengths is not None and not all(h.isdigit() and int(h) > 0 for h in lengths.split(",")):
         raise SystemExit(f"--hidden takes positive row lengths separated by commas, like 10,77,128; got {lengths!r}")

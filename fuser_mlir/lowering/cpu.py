@@ -197,9 +197,10 @@ def copies_as_linalg(module: ir.Module) -> ir.Module:
     return ir.Module.parse(text, context=module.context)
 
 
-def rewrite_text(module: ir.Module, rewrites) -> ir.Module:
-    """``module`` with each (pattern, replacement) of ``rewrites`` applied to its text."""
-    text = module.operation.get_asm(enable_debug_info=True)
+def rewrite_text(module: ir.Module, rewrites, *, locations: bool = True) -> ir.Module:
+    """``module`` with each (pattern, replacement) of ``rewrites`` applied to
+    its text (printed with its ops' locations, or without: ``locations``)."""
+    text = module.operation.get_asm(enable_debug_info=locations)
     for pattern, replacement in rewrites:
         text = pattern.sub(replacement, text)
     return ir.Module.parse(text, context=module.context)

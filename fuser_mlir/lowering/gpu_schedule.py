@@ -300,8 +300,9 @@ FLAT_SPAN_ROWS = True
 #: handles the partial first and last vectors: a softmax bfloat16's is 1657
 #: SASS instructions, the scalar variant's 481 (``scripts/kernel_sass.py
 #: softmax:bfloat16:100 --all``), for 8 columns a lane where the flat walk
-#: keeps 32; on the H200 the flat walks of short bfloat16 rows ran at
-#: 0.15-0.4 of copy, bound by instruction issue (sweep 41c). Off: not
+#: keeps 32; on the H200 the flat walks of bfloat16 rows of 10 to 250
+#: columns ran at 0.15-0.52 of copy in the normalizations (0.34-0.73 in
+#: a sum), bound by instruction issue (sweep 41c). Off: not
 #: measured on a GPU yet (no device time left in the session that wrote
 #: it); a sweep of 0, 64, 256 and 512 over rows of 10 to 500 columns
 #: decides.
@@ -331,10 +332,10 @@ STREAMED_WARP_THREADS = 2 * WARP
 #: registers, and reductions of the same rows in one kernel that reads them
 #: once (a sum and a max: two kernels, each reading the row, without it).
 #: The price is compile time: a float32 sum compiles 33 kernels (every row
-#: variant) where ``inner_reduction`` compiles 4, 1.45 s against 0.18 s on a
-#: 2-core host. ``"short"``: the row plan's groups of a warp's lanes alone
-#: take the rows they hold (up to 256 float32 columns), ``inner_reduction``
-#: the others: 6 kernels, 0.12 s. On the H200 (sweep 41a; float32 sums,
+#: variant) where ``inner_reduction`` compiles 4, 0.73 s against 0.10 s on a
+#: 2-core host (5e2b2d3's compile, ptxas included). ``"short"``: the row
+#: plan's groups of a warp's lanes alone take the rows they hold (up to 256
+#: float32 columns), ``inner_reduction`` the others: 6 kernels, 0.12 s. On the H200 (sweep 41a; float32 sums,
 #: 256 MB, one call after an L2 flush, us; False / True / "short",
 #: torch.compile in brackets): rows of 16 columns 779 / 75 / 75 (74), 64
 #: 202 / 73 / 73 (74), 128 108 / 73 / 72 (72), 256 to 32K 71-74 all three

@@ -331,16 +331,16 @@ STREAMED_WARP_THREADS = 2 * WARP
 #: 16 float32 columns keeps 4 of its 32 lanes busy), rows cached in
 #: registers, and reductions of the same rows in one kernel that reads them
 #: once (a sum and a max: two kernels, each reading the row, without it).
-#: The price is compile time: a float32 sum compiles 33 kernels (every row
-#: variant) where ``inner_reduction`` compiles 4, 0.73 s against 0.10 s on a
-#: 2-core host (5e2b2d3's compile, ptxas included). ``"short"``: the row
-#: plan's groups of a warp's lanes alone take the rows they hold (up to 256
-#: float32 columns), ``inner_reduction`` the others: 6 kernels, 0.12 s. On the H200 (sweep 41a; float32 sums,
+#: The price is compile time: a float32 sum compiles 34 kernels (every row
+#: variant) where ``inner_reduction`` compiles 4, 0.78-0.81 s against 0.10 s
+#: on a 2-core host (ptxas included). ``"short"``: the row plan's groups of
+#: a warp's lanes alone take the rows they hold (up to 256 float32
+#: columns), ``inner_reduction`` the others: 7 kernels, 0.16 s. On the H200 (sweep 41a; float32 sums,
 #: 256 MB, one call after an L2 flush, us; False / True / "short",
 #: torch.compile in brackets): rows of 16 columns 779 / 75 / 75 (74), 64
 #: 202 / 73 / 73 (74), 128 108 / 73 / 72 (72), 256 to 32K 71-74 all three
 #: (70-72). "short" is as fast as True on every row measured and compiles
-#: a sixth of the kernels. Not measured: a sum and a max of the same long
+#: a fifth of the kernels. Not measured: a sum and a max of the same long
 #: rows, which True reads once and "short" twice.
 ROW_PLAN_REDUCTIONS: bool | str = "short"
 #: (threads, 16-byte slots per lane) of the cached *block* variants, by row

@@ -1302,6 +1302,17 @@ class Generic:
     def body(self) -> ir.Block:
         return self.op.regions[0].blocks[0]
 
+    @functools.cached_property
+    def body_ops(self) -> tuple[list[ir.Value], list[tuple], list[ir.Value]]:
+        """The body's arguments; (op, name, operands, results, has regions)
+        of each of its ops but the yield; the yield's operands. Read once:
+        each read through the bindings makes new Python objects, and
+        :meth:`_Kernel.apply` clones a body thousands of times for a
+        normalization's kernels."""
+        ops = list(self.body.operations)
+        walked = [(op, op.name, list(op.operands), list(op.results), bool(op.regions)) for op in ops[:-1]]
+        return list(self.body.arguments), walked, list(ops[-1].operands)
+
     @property
     def parallel(self) -> list[int]:
         return [d for d, kind in enumerate(self.iterators) if kind == "parallel"]
@@ -1629,31 +1640,30 @@ class _Kernel:
         values that are the same along the row; a division by one (or by a
         value computed from them) becomes a multiplication by its reciprocal
         (see :data:`RECIPROCAL_DIVISORS`)."""
-        block = g.body
-        local: dict[ir.Value, ir.Value] = {arg: v for arg, v in zip(block.arguments, values) if v is not None}
+        arguments, body, yielded = g.body_ops
+        local: dict[ir.Value, ir.Value] = {arg: v for arg, v in zip(arguments, values) if v is not None}
         same = {arg for arg, v in local.items() if v in uniform}
-        ops = list(block.operations)
-        for op in ops[:-1]:
-            if op.name == "linalg.index":
+        for op, name, op_operands, results, regions in body:
+            if name == "linalg.index":
                 if ivs is None:
                     raise CompileError("a generic that reads its iteration indices was given no indices")
-                local[op.results[0]] = ivs[ir.IntegerAttr(op.attributes["dim"]).value]
+                local[results[0]] = ivs[ir.IntegerAttr(op.attributes["dim"]).value]
                 continue
-            if op.regions:
-                raise CompileError(f"the GPU schedulers cannot clone '{op.name}' (it has regions) into a kernel")
-            operands = [local[v] if v in local else self.value(v) for v in op.operands]
-            if uniform and all(v in same or v not in local for v in op.operands):
-                same.update(op.results)
-            reciprocal = RECIPROCAL_DIVISORS and op.name == "arith.divf" and isinstance(operands[1].type, ir.F32Type)
-            if reciprocal and op.operands[1] in same and op.operands[0] not in same:
-                local[op.results[0]] = _divided(*operands)
+            if regions:
+                raise CompileError(f"the GPU schedulers cannot clone '{name}' (it has regions) into a kernel")
+            operands = [local[v] if v in local else self.value(v) for v in op_operands]
+            if uniform and all(v in same or v not in local for v in op_operands):
+                same.update(results)
+            reciprocal = RECIPROCAL_DIVISORS and name == "arith.divf" and isinstance(operands[1].type, ir.F32Type)
+            if reciprocal and op_operands[1] in same and op_operands[0] not in same:
+                local[results[0]] = _divided(*operands)
                 continue
             clone = op.clone()
             for i, v in enumerate(operands):
                 clone.operands[i] = v
-            for old, new in zip(op.results, clone.results):
+            for old, new in zip(results, clone.results):
                 local[old] = new
-        return [local[v] if v in local else self.value(v) for v in ops[-1].operands]
+        return [local[v] if v in local else self.value(v) for v in yielded]
 
     def linear_index(self, operand: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
         """The flat (row-major) index of ``indices`` in a dense ``operand``."""

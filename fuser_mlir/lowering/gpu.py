@@ -201,21 +201,21 @@ def evict_last_kernels(module: ir.Module) -> set[str]:
     the mark removed (it is not a dialect's: the lowering must not see it)."""
     names = set()
     with module.context:
-        for op in _kernel_functions(module):
-            if EVICT_LAST_ATTRIBUTE in op.attributes:
+        for op in _gpu_module_ops(module):
+            if op.name == "gpu.func" and EVICT_LAST_ATTRIBUTE in op.attributes:
                 names.add(ir.StringAttr(op.attributes["sym_name"]).value)
                 del op.attributes[EVICT_LAST_ATTRIBUTE]
     return names
 
 
-def _kernel_functions(module: ir.Module) -> list[ir.Operation]:
-    """The ``gpu.func`` ops of the ``gpu.module`` ops of ``module`` (where
-    the schedulers put them: a walk of every op would visit each of their
-    ops too)."""
+def _gpu_module_ops(module: ir.Module | ir.Operation) -> list[ir.Operation]:
+    """The ops at the top of the ``gpu.module`` ops at the top of ``module``
+    (kernels, workgroup buffers, declarations: a walk of every op would
+    visit each kernel's ops too)."""
     found = []
-    for outer in module.body.operations:
+    for outer in module.operation.regions[0].blocks[0].operations:
         if outer.operation.name == "gpu.module":
-            found += [op.operation for op in outer.operation.regions[0].blocks[0].operations if op.operation.name == "gpu.func"]
+            found += [op.operation for op in outer.operation.regions[0].blocks[0].operations]
     return found
 
 
@@ -372,12 +372,7 @@ def _failed(err: PipelineError, source: str) -> CompileError:
 def _libdevice_calls(modules: ir.Module) -> list[str]:
     """The libdevice functions (``__nv_*``) that the lowered kernels of
     ``modules`` (:func:`kernel_modules`) declare, sorted."""
-    ops = (
-        op.operation
-        for module in modules.body.operations
-        for gpu_module in module.operation.regions[0].blocks[0].operations
-        for op in gpu_module.operation.regions[0].blocks[0].operations
-    )
+    ops = (op for module in modules.body.operations for op in _gpu_module_ops(module))
     names = {symbol_name(op) for op in ops if op.name == "llvm.func"}
     return sorted(name for name in names if name.startswith("__nv_"))
 

@@ -424,8 +424,8 @@ def test_short_rows_that_are_not_whole_vectors_in_groups_of_lanes(case, dtype, b
     warp's lanes, 1 to 16 lanes a row, each group's first and last vectors
     shared with the rows beside it (and, in a warp, with other groups');
     7 rows, so the last warp's groups are partly idle; uncapped and on a
-    grid capped at 3 blocks. With SCALAR_SHORT_ROWS = 504 (off by default,
-    not yet run on a GPU), those rows take the scalar variants instead, a
+    grid capped at 3 blocks. With SCALAR_SHORT_ROWS = 504 (off by default:
+    sweep 42a), those rows take the scalar variants instead, a
     column a load, in groups of lanes up to 128 columns and a warp a row
     beyond; rows of 505 and 511 the flat warp as before."""
     constants.setattr(gpu_schedule, "FLAT_SPAN_ROWS", True)

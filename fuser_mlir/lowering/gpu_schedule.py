@@ -302,10 +302,13 @@ FLAT_SPAN_ROWS = True
 #: softmax:bfloat16:100 --all``), for 8 columns a lane where the flat walk
 #: keeps 32; on the H200 the flat walks of bfloat16 rows of 10 to 250
 #: columns ran at 0.15-0.52 of copy in the normalizations (0.34-0.73 in
-#: a sum), bound by instruction issue (sweep 41c). Off: not
-#: measured on a GPU yet (no device time left in the session that wrote
-#: it); a sweep of 0, 64, 256 and 512 over rows of 10 to 500 columns
-#: decides.
+#: a sum), bound by instruction issue (sweep 41c). Off: on the H200 (256
+#: MB, one call after an L2 flush) the scalar variants won on some of those
+#: rows and lost on others, with no threshold that wins on all: softmax
+#: bfloat16 of 10 columns 649 -> 509 us, of 250 420 -> 329, RMS norm
+#: bfloat16 of 250 409 -> 391; softmax bfloat16 of 77 336 -> 528, layer
+#: norm bfloat16 of 100 341 -> 460, sum bfloat16 of 77 121 -> 267, softmax
+#: float32 of 10 239 -> 257 (bench/results/h200-sweeps.txt, sweep 42a).
 SCALAR_SHORT_ROWS = 0
 #: Threads of a block of the cached warp variants where the row is
 #: *streamed*: read by one generic, no temporary kept (a sum, ``sum(x *

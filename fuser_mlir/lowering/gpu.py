@@ -321,7 +321,7 @@ class GpuKernels:
     module: ir.Module  # gpu.container_module with one gpu.module of kernels
     programs: dict[str, SegmentProgram]
     arg_kinds: dict[str, list[ArgKind]]
-    text: str = ""  # the text ``module`` was parsed from (what printing it would give, without printing it again)
+    text: str  # the text ``module`` was parsed from (what printing it would give, without printing it again)
 
 
 def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | None = None, arch: str = "sm_90") -> GpuKernels:

@@ -738,7 +738,10 @@ SHARED_WEIGHT_BYTES = 64 * 1024
 #: second weight from memory) -> both weights' first 2 / 3 / 4 slots (64 /
 #: 96 / 128 KB): rows of 32768 columns 150.5 -> 151.7 / 149.3 / 145.9 us
 #: (torch.compile 146.4), 24576 147.9 -> 147.9 / 145.1 / 141.6 (143.2)
-#: (bench/results/h200-sweeps.txt, sweep 36e). An RMS norm's one weight
+#: (bench/results/h200-sweeps.txt, sweep 36e). Past 128 KB no budget won
+#: on every row: 160 KB took 32768 columns 147.1 -> 143.5 us (146.7), 20000
+#: (kept whole) 148.4 -> 145.6 (150.1), but 24576 141.8 -> 147.4 (142.9);
+#: 192 and 224 KB lost more (sweep 43a). An RMS norm's one weight
 #: keeps :data:`SHARED_WEIGHT_BYTES`: 128 KB of it lost (sweep 13).
 SPLIT_WEIGHTS_BYTES = 128 * 1024
 #: A 1024-thread cached block whose weights do not fit whole in

@@ -52,10 +52,11 @@ What :func:`compile_cpu` adds to the named pipeline:
 - ``fuser-lower-to-cpu{vector-library=...}`` with the host's libmvec variant
   (:func:`~fuser_mlir.lowering.vector_library.host_vector_library`), so that
   loops calling ``expf``/``tanhf``/... vectorise.
-- Between bufferization and ``convert-linalg-to-loops`` it reads, per
-  segment, along which dims its calls may be cut into blocks that run on
-  several threads (:mod:`fuser_mlir.lowering.cpu_split`); the kernels and
-  the image carry the answer.
+- Between bufferization and ``fuser-unroll-jam-reductions`` (right before
+  ``convert-linalg-to-loops``) it reads, per segment, along which dims its
+  calls may be cut into blocks that run on several threads
+  (:mod:`fuser_mlir.lowering.cpu_split`); the kernels and the image carry
+  the answer.
 - After the pipeline, it drops the ``nuw`` flags that ``finalize-memref-to-llvm``
   (MLIR 22) puts on the index arithmetic of every load and store: they promise
   ``index * stride`` never wraps as an unsigned number, which a negative
@@ -176,6 +177,20 @@ def cpu_pipeline(vector_library: str = "") -> str:
     return text.replace("fuser-lower-to-cpu,", f"fuser-lower-to-cpu{{vector-library={vector_library}}},", 1)
 
 
+#: The first pass of ``fuser-cpu-pipeline`` after the point where
+#: :func:`compile_cpu` reads the segments' splits (linalg on memrefs).
+SPLITS_READ_BEFORE = "fuser-unroll-jam-reductions"
+
+
+def split_pipeline(text: str) -> tuple[str, str]:
+    """``fuser-cpu-pipeline``'s ``text`` cut where :func:`compile_cpu` reads
+    the splits: (the passes before, the passes from :data:`SPLITS_READ_BEFORE` on)."""
+    before, found, after = text.partition(", " + SPLITS_READ_BEFORE)
+    if not found:
+        raise ValueError(f"the CPU pipeline has no '{SPLITS_READ_BEFORE}' to read the splits before: {text}")
+    return before, SPLITS_READ_BEFORE + after
+
+
 UNSIGNED_WRAP_FLAGS = (
     (re.compile(r"overflow<nsw, nuw>"), "overflow<nsw>"),
     (re.compile(r" overflow<nuw>"), ""),
@@ -230,12 +245,12 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     lowered, kinds = segments_only(module)
     if vector_library is None:
         vector_library = host_vector_library()
-    before_loops, _, loops = cpu_pipeline(vector_library).partition(", convert-linalg-to-loops")
+    before_loops, loops = split_pipeline(cpu_pipeline(vector_library))
     try:
         run_pipeline(lowered, before_loops)
         splits = segment_splits(lowered, kinds)
         lowered = copies_as_linalg(lowered)
-        run_pipeline(lowered, "convert-linalg-to-loops" + loops)
+        run_pipeline(lowered, loops)
     except PipelineError as err:
         raise CompileError(
             "compile_cpu: lowering the segments to the LLVM dialect failed",

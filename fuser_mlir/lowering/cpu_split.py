@@ -9,7 +9,7 @@ each call gets views of its arguments cut to a block along their split dims
 and writes only its block of each output. The runtime
 (:class:`fuser_mlir.runtime.cpu.CpuKernel`) makes those calls side by side
 on a thread pool. :func:`split_dims` decides, per segment, from the segment
-function as ``compile_cpu`` has it right before ``convert-linalg-to-loops``
+function as ``compile_cpu`` has it right before ``fuser-unroll-jam-reductions``
 (linalg on memrefs, after bufferization and the deallocation pipeline)::
 
     func.func @f_seg0(%x: memref<?x?xf32>, %out: memref<?x?xf32>) {

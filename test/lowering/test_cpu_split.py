@@ -34,7 +34,7 @@ from fuser_mlir.compiler import compile_fusion
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import InputError
 from fuser_mlir.lowering import cpu as cpu_lowering
-from fuser_mlir.lowering.cpu import cpu_pipeline, segments_only
+from fuser_mlir.lowering.cpu import cpu_pipeline, segments_only, split_pipeline
 from fuser_mlir.lowering.cpu_split import why_not_split
 from fuser_mlir.passes.lower_to_cpu import symbol_name
 from fuser_mlir.pipeline import run_pipeline
@@ -133,7 +133,7 @@ def reasons(compiled) -> list[str | None]:
     with make_context() as context, ir.Location.unknown():
         module = ir.Module.parse(compiled.stages["outlined"], context=context)
         lowered, kinds = segments_only(module)
-        run_pipeline(lowered, cpu_pipeline().partition(", convert-linalg-to-loops")[0])
+        run_pipeline(lowered, split_pipeline(cpu_pipeline())[0])
         return [why_not_split(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
 
 

@@ -13,12 +13,16 @@ default; kernels that split run cut into blocks, see
 fuser_mlir/lowering/cpu_split.py). Speed-ups are NumPy time / fuser-mlir
 time. Then the chain on 16K to 16M elements, on one thread and on all of
 them: where cutting a call into blocks starts to pay
-(``fuser_mlir.runtime.cpu.BLOCK_BYTES``). Prints tables and writes JSON.
+(``fuser_mlir.runtime.cpu.BLOCK_BYTES``). Then sums over dim 0 of 256 to
+16384 columns, float32 and bfloat16, as compiled and with
+``fuser-unroll-jam-reductions{factor=1}`` (a row at a time), on one thread
+and on all. Prints tables and writes JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -30,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from fuser_mlir import DataType, FusionDefinition, config
+from fuser_mlir.pipeline import PIPELINES
 
 
 def pointwise_chain(scale: int = 0):
@@ -132,6 +137,52 @@ def chain_sizes(threads: int, repeat: int, scale: int = 0) -> list[dict]:
     return rows
 
 
+@contextlib.contextmanager
+def jam_factor(factor: int):
+    """Kernels compiled inside run ``fuser-unroll-jam-reductions`` with
+    ``factor`` (1: reductions one row at a time, as before the pass), and
+    stay out of the kernel cache."""
+    saved, cache = PIPELINES["fuser-cpu-pipeline"], os.environ.get("FUSER_CACHE")
+    PIPELINES["fuser-cpu-pipeline"] = saved.replace("fuser-unroll-jam-reductions", f"fuser-unroll-jam-reductions{{factor={factor}}}")
+    os.environ["FUSER_CACHE"] = "0"
+    try:
+        yield
+    finally:
+        PIPELINES["fuser-cpu-pipeline"] = saved
+        if cache is None:
+            del os.environ["FUSER_CACHE"]
+        else:
+            os.environ["FUSER_CACHE"] = cache
+
+
+def column_sums(threads: int, repeat: int, scale: int = 0) -> list[dict]:
+    """Sums over dim 0 of 16M-element arrays (``scale``: 4**scale times fewer
+    rows) of 256 to 16384 columns, float32 and bfloat16, compiled with the
+    pipeline's jam factor and with none (``jam_factor(1)``), each on one
+    thread and on ``threads``; NumPy beside the float32 ones."""
+    rows = []
+    for dtype in (DataType.Float, DataType.BFloat16):
+        for columns in (256, 1024, 4096, 16384):
+            shape = ((16 * 1024 * 1024 >> (2 * scale)) // columns or 1, columns)
+            x = np.random.default_rng(columns).standard_normal(shape).astype(dtype.numpy)
+            ref = x.astype(np.float64).sum(axis=0)
+            row = {"dtype": dtype.name, "shape": list(shape)}
+            for label, factor in (("jammed", None), ("row_by_row", 1)):
+                with contextlib.nullcontext() if factor is None else jam_factor(factor):
+                    with FusionDefinition(name=f"column_sum_{label}") as fd:
+                        t = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+                        fd.add_output(fd.ops.sum(t, dims=[0]))
+                    (out,) = fd.execute([x])
+                err = float(np.max(np.abs(out.astype(np.float64) - ref)))
+                assert err < (1e-4 if dtype is DataType.Float else 1e-2) * max(1.0, float(np.max(np.abs(ref)))), f"{label} {shape}: max abs error {err}"
+                given = [np.empty_like(out)]
+                row[f"{label}_one_thread_ms"] = timed_on(1, lambda: fd.execute([x], outputs=given), repeat) * 1e3
+                row[f"{label}_ms"] = timed_on(threads, lambda: fd.execute([x], outputs=given), repeat) * 1e3
+            row["numpy_ms"] = median_time(lambda: x.sum(axis=0), repeat) * 1e3 if dtype is DataType.Float else None
+            rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="bench/results/cpu.json")
@@ -173,9 +224,21 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'elements':>10} {'MB':>7} {'1 thread us':>12} {f'{threads} threads us':>12} {'speed-up':>9}")
     for r in sizes:
         print(f"{r['elements']:>10} {r['bytes'] / 1e6:7.2f} {r['one_thread_us']:12.1f} {r['threads_us']:12.1f} {r['speedup']:8.2f}x")
+    sums = column_sums(threads, args.repeat, args.scale)
+    print(f"\nsums over dim 0 by width, ms: jammed (fuser-unroll-jam-reductions) and row by row (factor=1), 1 thread / {threads}")
+    print(f"{'dtype':<9} {'shape':>14} {'jammed':>15} {'row by row':>15} {'numpy':>7}")
+    for r in sums:
+        numpy_ms = f"{r['numpy_ms']:7.2f}" if r["numpy_ms"] is not None else f"{'-':>7}"
+        print(
+            f"{r['dtype']:<9} {'x'.join(map(str, r['shape'])):>14} {r['jammed_one_thread_ms']:7.2f} {r['jammed_ms']:7.2f} "
+            f"{r['row_by_row_one_thread_ms']:7.2f} {r['row_by_row_ms']:7.2f} {numpy_ms}"
+        )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads, "rows": rows, "chain_sizes": sizes}
+    result = {
+        "commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads, "rows": rows, "chain_sizes": sizes,
+        "column_sums": sums,
+    }
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")
 

@@ -11,14 +11,21 @@ loops that load and store each output element once per element they read
 (``out[j] = out[j] + x[i, j]`` in the inner loop). It becomes two generics:
 the first reads ``factor`` rows of the reduced dim an iteration, through
 ``factor`` strided views of each input that the reduced loop indexes (row
-``k``, ``k + factor``, ...), and chains ``factor`` copies of the body, the
-accumulators passed from one copy to the next, so the inner loop keeps them
-in registers across those rows; the second takes the rows left over (fewer
-than ``factor``) with the body as it was. Each output element still
-combines the rows in the same order, so the results are unchanged, bit for
-bit. Taken only where every operand is a memref, each input map's results
-are dims or constants that name the reduced dim at most once, no output map
-names it, and the body has no ``linalg.index`` and no op with regions.
+``k``, ``k + factor``, ...), with ``factor`` copies of the body, so the
+inner loop loads and stores each output element once per ``factor`` rows;
+the second takes the rows left over (fewer than ``factor``) with the body
+as it was. Where the body is ``yield combine(acc, value)`` for every output,
+with a combine that reductions may reassociate (a sum, product, max, min,
+and, or, xor: :meth:`~fuser_mlir.lowering.gpu_schedule.Generic.combiners`,
+as the GPU schedulers take them), the copies' values are combined pairwise
+as a tree and then with the accumulator, so the accumulator's chain has one
+combine a jammed iteration (a float sum's rounding then differs from row by
+row, as its order is unspecified; an integer, max or min result is the
+same); other bodies are chained, each copy's outputs the next one's
+accumulators, in row order. Taken only where every output is a memref,
+each input map's results are dims or constants that name the reduced dim at
+most once, no output map names it, and the body has no ``linalg.index`` and
+no op with regions.
 
     linalg.generic {maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d1)],
                     iterators = [reduction, parallel]} ins(%x) outs(%sum) {
@@ -28,7 +35,7 @@ names it, and the body has no ``linalg.index`` and no op with regions.
     %x1 = memref.subview %x[1, 0] [%main / 2, %cols] [2, 1]
     linalg.generic {... same iterators} ins(%x0, %x1) outs(%sum) {
       ^bb0(%a0: f32, %a1: f32, %acc: f32):
-        %s0 = arith.addf %acc, %a0; %s1 = arith.addf %s0, %a1; linalg.yield %s1 }
+        %t = arith.addf %a0, %a1; %s = arith.addf %acc, %t; linalg.yield %s }
     %rest = memref.subview %x[%main, 0] [%rows - %main, %cols] [1, 1]
     linalg.generic {...} ins(%rest) outs(%sum) { the body as it was }
 
@@ -104,38 +111,77 @@ def _rows(source: ir.Value, sizes: list[ir.Value], position: int, offset: ir.Val
     return memref.subview(source, offsets, sizes, strides, result_type=view_type)
 
 
-def _clone_body(body: ir.Block, block: ir.Block, inputs: int, copies: int) -> None:
-    """Fill ``block`` with ``copies`` copies of ``body`` (whose first
-    ``inputs`` arguments are inputs, the rest outputs): copy ``k`` reads the
-    ``k``-th group of ``inputs`` arguments of ``block`` and takes as its
+def _copy_ops(ops: list[ir.Operation], local: dict) -> None:
+    """Clone ``ops`` at the insertion point, their operands mapped through
+    ``local``, which learns their results."""
+    for op in ops:
+        clone = op.clone()
+        for i, v in enumerate(op.operands):
+            if v in local:
+                clone.operands[i] = local[v]
+        local.update(zip(op.results, clone.results))
+
+
+def _combined(combine: ir.Operation, accumulator: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+    """A clone of ``combine`` (``acc op value``, either way round) applied to
+    ``x`` in the accumulator's place and ``y`` in the value's."""
+    clone = combine.clone()
+    for i, v in enumerate(combine.operands):
+        clone.operands[i] = x if v == accumulator else y
+    return clone.results[0]
+
+
+def _chained_body(g: Generic, block: ir.Block, copies: int) -> None:
+    """Fill ``block`` with ``copies`` copies of ``g``'s body: copy ``k``
+    reads the ``k``-th group of ``block``'s input arguments and takes as its
     outputs what the copy before it yields (the first: ``block``'s output
     arguments); the last copy's yield ends the block."""
-    accumulators = list(block.arguments[copies * inputs :])
-    with ir.InsertionPoint(block):
-        for k in range(copies):
-            local = dict(zip(body.arguments, [*block.arguments[k * inputs : (k + 1) * inputs], *accumulators]))
-            for op in body.operations:
-                op = op.operation
-                if op.name == "linalg.yield":
-                    accumulators = [local.get(v, v) for v in op.operands]
-                    continue
-                clone = op.clone()
-                for i, v in enumerate(op.operands):
-                    if v in local:
-                        clone.operands[i] = local[v]
-                local.update(zip(op.results, clone.results))
-        linalg.YieldOp(accumulators)
+    body, count = g.body, len(g.inputs)
+    ops = [op.operation for op in body.operations]
+    accumulators = list(block.arguments[copies * count :])
+    for k in range(copies):
+        local = dict(zip(body.arguments, [*block.arguments[k * count : (k + 1) * count], *accumulators]))
+        _copy_ops(ops[:-1], local)
+        accumulators = [local.get(v, v) for v in ops[-1].operands]
+    linalg.YieldOp(accumulators)
+
+
+def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
+    """Fill ``block`` with the values of ``copies`` copies of ``g``'s body
+    (``yield combine(acc, value)`` for each output, with an associative
+    ``combine``: :meth:`Generic.combiners`), combined pairwise as a tree and
+    then with the accumulator: one combine on the accumulator's chain a
+    jammed iteration, not ``copies`` in a row."""
+    body, count = g.body, len(g.inputs)
+    ops = [op.operation for op in body.operations]
+    combines = [v.owner for v in ops[-1].operands]
+    outputs = list(body.arguments[count:])
+    values = []  # each copy's values, one per output
+    for k in range(copies):
+        local = dict(zip(body.arguments[:count], block.arguments[k * count : (k + 1) * count]))
+        _copy_ops([op for op in ops[:-1] if op not in combines], local)
+        values.append([local.get(v, v) for c, acc in zip(combines, outputs) for v in c.operands if v != acc])
+    while len(values) > 1:
+        pairs = [[_combined(c, acc, x, y) for c, acc, x, y in zip(combines, outputs, values[i], values[i + 1])] for i in range(0, len(values) - 1, 2)]
+        values = pairs + values[len(pairs) * 2 :]
+    accumulators = block.arguments[copies * count :]
+    linalg.YieldOp([_combined(c, acc, a, t) for c, acc, a, t in zip(combines, outputs, accumulators, values[0])])
 
 
 def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], copies: int) -> None:
     """A generic with ``g``'s outputs and iterators over ``inputs``, whose
-    body is ``copies`` chained copies of ``g``'s."""
+    body is ``copies`` copies of ``g``'s: combined as a tree where ``g``'s
+    body allows it (:func:`_tree_body`), else chained (:func:`_chained_body`)."""
     maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
     op = linalg.GenericOp([], inputs, g.outputs, maps_attr, g.op.attributes["iterator_types"])
     count = len(g.inputs)
     types = [a.type for a in g.body.arguments]
     block = op.regions[0].blocks.append(*(types[:count] * copies + types[count:]))
-    _clone_body(g.body, block, count, copies)
+    with ir.InsertionPoint(block):
+        if copies > 1 and g.combiners() is not None:
+            _tree_body(g, block, copies)
+        else:
+            _chained_body(g, block, copies)
 
 
 def unroll_jam(generic: ir.Operation, factor: int) -> bool:

@@ -4,8 +4,9 @@
 
 // fuser-unroll-jam-reductions splits a generic on memrefs whose one reduced
 // loop has parallel loops inside it into a generic that takes `factor` rows
-// an iteration (strided views, the body chained once a row) and one for the
-// rows left over; other generics stay as they are.
+// an iteration (strided views; the copies of the body combined as a tree
+// where the body is `yield combine(acc, value)`, else chained) and one for
+// the rows left over; other generics stay as they are.
 
 // ONE-LABEL: func.func @column_sum(
 // ONE-COUNT-1: linalg.generic
@@ -16,7 +17,7 @@
 // A sum over dim 0 with a weight read along the columns: the rows split into
 // pairs (stride 2 from rows 0 and 1) and the rest from the pairs' end; the
 // weight, which the reduced loop does not index, is read whole by every copy;
-// the second copy of the body takes the first's sum as its accumulator.
+// the two rows' products are added together, then to the accumulator.
 // CHECK-DAG:   #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG:   #[[COLS:.*]] = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @column_sum(
@@ -33,10 +34,10 @@
 // CHECK-SAME:      ins(%[[EVEN]], %[[W]], %[[ODD]], %[[W]] : {{.*}}) outs(%[[OUT]] : {{.*}})
 // CHECK-NEXT:    ^bb0(%[[A0:.*]]: f32, %[[W0:.*]]: f32, %[[A1:.*]]: f32, %[[W1:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK-NEXT:      %[[P0:.*]] = arith.mulf %[[A0]], %[[W0]]
-// CHECK-NEXT:      %[[S0:.*]] = arith.addf %[[ACC]], %[[P0]]
 // CHECK-NEXT:      %[[P1:.*]] = arith.mulf %[[A1]], %[[W1]]
-// CHECK-NEXT:      %[[S1:.*]] = arith.addf %[[S0]], %[[P1]]
-// CHECK-NEXT:      linalg.yield %[[S1]]
+// CHECK-NEXT:      %[[T:.*]] = arith.addf %[[P0]], %[[P1]] fastmath<reassoc>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[ACC]], %[[T]] fastmath<reassoc>
+// CHECK-NEXT:      linalg.yield %[[S]]
 // CHECK:         %[[LEFT:.*]] = memref.subview %[[X]][%[[MAIN]], %{{.*}}] [%[[REST]], %[[C]]]
 // CHECK:         linalg.generic {indexing_maps = [#[[ROWS]], #[[COLS]], #[[COLS]]], iterator_types = ["reduction", "parallel"]}
 // CHECK-SAME:      ins(%[[LEFT]], %[[W]] : {{.*}}) outs(%[[OUT]] : {{.*}})
@@ -51,7 +52,7 @@ func.func @column_sum(%x: memref<?x?xf32, strided<[?, ?], offset: ?>>, %w: memre
       ins(%x, %w : memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32>) outs(%out : memref<?xf32, strided<[?], offset: ?>>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
-    %s = arith.addf %acc, %p : f32
+    %s = arith.addf %acc, %p fastmath<reassoc> : f32
     linalg.yield %s : f32
   }
   return
@@ -60,14 +61,14 @@ func.func @column_sum(%x: memref<?x?xf32, strided<[?, ?], offset: ?>>, %w: memre
 // -----
 
 // Two accumulators (a float max's order key and NaN flag) over the middle dim
-// of a 3-D buffer: both chain from one copy to the next.
+// of a 3-D buffer: each combines its two rows' values, then its accumulator.
 // CHECK-LABEL: func.func @middle_max(
 // CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
 // CHECK-NEXT:    ^bb0(%[[A0:[^:]*]]: i32, %[[A1:[^:]*]]: i32, %[[K:[^:]*]]: i32, %[[N:[^:]*]]: i1):
-// CHECK-NEXT:      %[[K0:.*]] = arith.maxsi %[[K]], %[[A0]]
-// CHECK-NEXT:      %[[N0:.*]] = arith.ori %[[N]], %{{.*}}
-// CHECK-NEXT:      %[[K1:.*]] = arith.maxsi %[[K0]], %[[A1]]
-// CHECK-NEXT:      %[[N1:.*]] = arith.ori %[[N0]], %{{.*}}
+// CHECK-NEXT:      %[[KT:.*]] = arith.maxsi %[[A0]], %[[A1]]
+// CHECK-NEXT:      %[[NT:.*]] = arith.ori %[[TRUE:.*]], %[[TRUE]]
+// CHECK-NEXT:      %[[K1:.*]] = arith.maxsi %[[K]], %[[KT]]
+// CHECK-NEXT:      %[[N1:.*]] = arith.ori %[[N]], %[[NT]]
 // CHECK-NEXT:      linalg.yield %[[K1]], %[[N1]]
 // CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
 func.func @middle_max(%x: memref<?x?x?xi32>, %keys: memref<?x?xi32>, %nans: memref<?x?xi1>) {
@@ -79,6 +80,31 @@ func.func @middle_max(%x: memref<?x?x?xi32>, %keys: memref<?x?xi32>, %nans: memr
     %m = arith.maxsi %k, %a : i32
     %o = arith.ori %n, %true : i1
     linalg.yield %m, %o : i32, i1
+  }
+  return
+}
+
+// -----
+
+// A body that is not `combine(acc, value)` (the accumulator is scaled before
+// the row is added) is chained: the second copy takes the first's result, in
+// row order.
+// CHECK-LABEL: func.func @decaying_sum(
+// CHECK:         linalg.generic
+// CHECK-NEXT:    ^bb0(%[[A0:[^:]*]]: f32, %[[A1:[^:]*]]: f32, %[[ACC:[^:]*]]: f32):
+// CHECK-NEXT:      %[[H0:.*]] = arith.mulf %[[ACC]], %[[HALF:.*]] : f32
+// CHECK-NEXT:      %[[S0:.*]] = arith.addf %[[H0]], %[[A0]]
+// CHECK-NEXT:      %[[H1:.*]] = arith.mulf %[[S0]], %[[HALF]] : f32
+// CHECK-NEXT:      %[[S1:.*]] = arith.addf %[[H1]], %[[A1]]
+// CHECK-NEXT:      linalg.yield %[[S1]]
+func.func @decaying_sum(%x: memref<?x?xf32>, %out: memref<?xf32>) {
+  %half = arith.constant 0.5 : f32
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %h = arith.mulf %acc, %half : f32
+    %s = arith.addf %h, %a : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -4,9 +4,10 @@ Reductions over a dim that has a parallel dim inside it (a column sum, a
 max over the middle dim of a 3-D array) run jammed, 8 rows an iteration and
 the rows left over after them. Each case runs on row counts around
 multiples of 8 against the float64 reference (outputs poisoned with NaN,
-inputs checked unchanged), and gives the same bits as the pipeline without
-the pass (``factor=1``): each output element combines its rows in the same
-order either way.
+inputs checked unchanged). Where reassociating gives the same result (an
+integer sum, a max or a min), the result is also the same to the bit as the
+pipeline's without the pass (``factor=1``); a float sum's rows are added as
+a tree, 8 at a time, so its rounding may differ.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def run(fd, inputs, expected) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
-def test_jammed_reductions_match_the_reference_and_the_unjammed_bits(build, dtype, monkeypatch):
+def test_jammed_reductions_match_the_reference_and_exact_ones_the_unjammed_bits(build, dtype, monkeypatch):
     monkeypatch.setenv("FUSER_CACHE", "0")  # the factor=1 kernels must not reach the cache
     rng = np.random.default_rng()
     for rows in ROWS:
@@ -95,8 +96,9 @@ def test_jammed_reductions_match_the_reference_and_the_unjammed_bits(build, dtyp
         with monkeypatch.context() as m:
             m.setitem(P.PIPELINES, "fuser-cpu-pipeline", P.PIPELINES["fuser-cpu-pipeline"].replace("fuser-unroll-jam-reductions", "fuser-unroll-jam-reductions{factor=1}"))
             unjammed = run(fusion(build, DTYPES[dtype], shapes), inputs, expected)
-        for g, u in zip(got, unjammed):
-            np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
+        if dtype == "int32" or build in (max_of_columns_kept, min_over_the_middle):
+            for g, u in zip(got, unjammed):
+                np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
 
 
 def test_a_column_sum_becomes_a_generic_of_8_rows_an_iteration_and_one_of_the_rest():

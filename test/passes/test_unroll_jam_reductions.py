@@ -112,3 +112,17 @@ def test_a_column_sum_becomes_a_generic_of_8_rows_an_iteration_and_one_of_the_re
     inputs = [ins.split(":")[0].count("%") for ins in re.findall(r"linalg\.generic .* ins\(([^)]*)\)", text)]
     assert inputs == [8, 1]
     assert text.count("memref.subview") == 9
+
+
+@pytest.mark.parametrize("view", ["reversed rows", "every other column", "reversed columns"])
+def test_jammed_column_sums_read_strided_and_reversed_views(view):
+    rng = np.random.default_rng()
+    base = rng.standard_normal((23, 74)).astype(np.float32)
+    x = {"reversed rows": base[::-1], "every other column": base[:, ::2], "reversed columns": base[:, ::-1]}[view]
+    entry = base.copy()
+    fd = fusion(weighted_sum_of_columns, DataType.Float, [x.shape, (x.shape[1],)])
+    w = rng.standard_normal(x.shape[1]).astype(np.float32)
+    expected = evaluate(fd, [x, w])
+    (got,) = run(fd, [x, w], expected)
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(base, entry)

@@ -15,9 +15,10 @@ the first reads ``factor`` rows of the reduced dim an iteration, through
 inner loop loads and stores each output element once per ``factor`` rows;
 the second takes the rows left over (fewer than ``factor``) with the body
 as it was. Where the body is ``yield combine(acc, value)`` for every output,
-with a combine that reductions may reassociate (a sum, product, max, min,
-and, or, xor: :meth:`~fuser_mlir.lowering.gpu_schedule.Generic.combiners`,
-as the GPU schedulers take them), the copies' values are combined pairwise
+with a combine that reductions may reassociate (a sum or product marked
+``reassoc``, as the CPU lowering marks them; an integer sum or product, a
+max, min, and, or, xor: :meth:`~fuser_mlir.lowering.gpu_schedule.Generic.combiners`),
+the copies' values are combined pairwise
 as a tree and then with the accumulator, so the accumulator's chain has one
 combine a jammed iteration (a float sum's rounding then differs from row by
 row, as its order is unspecified; an integer, max or min result is the
@@ -171,17 +172,27 @@ def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
     linalg.YieldOp([_combined(c, acc, a, t) for c, acc, a, t in zip(combines, outputs, accumulators, values[0])])
 
 
+def _reassociable(g: Generic) -> bool:
+    """Whether ``g``'s body is ``yield combine(acc, value)`` for every output
+    (:meth:`Generic.combiners`), each float combine marked ``reassoc``."""
+    if g.combiners() is None:
+        return False
+    combines = [v.owner for v in list(g.body.operations)[-1].operands]
+    return all(c.name not in ("arith.addf", "arith.mulf") or "reassoc" in str(c.attributes["fastmath"]) for c in combines)
+
+
 def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], copies: int) -> None:
     """A generic with ``g``'s outputs and iterators over ``inputs``, whose
     body is ``copies`` copies of ``g``'s: combined as a tree where ``g``'s
-    body allows it (:func:`_tree_body`), else chained (:func:`_chained_body`)."""
+    body allows it (:func:`_reassociable`, :func:`_tree_body`), else chained
+    (:func:`_chained_body`)."""
     maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
     op = linalg.GenericOp([], inputs, g.outputs, maps_attr, g.op.attributes["iterator_types"])
     count = len(g.inputs)
     types = [a.type for a in g.body.arguments]
     block = op.regions[0].blocks.append(*(types[:count] * copies + types[count:]))
     with ir.InsertionPoint(block):
-        if copies > 1 and g.combiners() is not None:
+        if copies > 1 and _reassociable(g):
             _tree_body(g, block, copies)
         else:
             _chained_body(g, block, copies)

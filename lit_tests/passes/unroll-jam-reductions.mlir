@@ -111,6 +111,25 @@ func.func @decaying_sum(%x: memref<?x?xf32>, %out: memref<?xf32>) {
 
 // -----
 
+// A float sum not marked reassoc is chained too: its rows are added in order.
+// CHECK-LABEL: func.func @ordered_sum(
+// CHECK:         linalg.generic
+// CHECK-NEXT:    ^bb0(%[[A0:[^:]*]]: f32, %[[A1:[^:]*]]: f32, %[[ACC:[^:]*]]: f32):
+// CHECK-NEXT:      %[[S0:.*]] = arith.addf %[[ACC]], %[[A0]] : f32
+// CHECK-NEXT:      %[[S1:.*]] = arith.addf %[[S0]], %[[A1]] : f32
+// CHECK-NEXT:      linalg.yield %[[S1]]
+func.func @ordered_sum(%x: memref<?x?xf32>, %out: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Left alone: a sum along the innermost dim (no parallel loop inside the
 // reduced one), a sum over two dims, and a generic that reads a loop index.
 // CHECK-LABEL: func.func @left_alone(

@@ -158,7 +158,7 @@ def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
     jammed iteration, not ``copies`` in a row."""
     body, count = g.body, len(g.inputs)
     ops = [op.operation for op in body.operations]
-    combines = [v.owner for v in ops[-1].operands]
+    combines = [v.owner.operation for v in ops[-1].operands]
     outputs = list(body.arguments[count:])
     values = []  # each copy's values, one per output
     for k in range(copies):
@@ -177,8 +177,9 @@ def _reassociable(g: Generic) -> bool:
     (:meth:`Generic.combiners`), each float combine marked ``reassoc``."""
     if g.combiners() is None:
         return False
-    combines = [v.owner for v in list(g.body.operations)[-1].operands]
-    return all(c.name not in ("arith.addf", "arith.mulf") or "reassoc" in str(c.attributes["fastmath"]) for c in combines)
+    combines = [v.owner.operation for v in list(g.body.operations)[-1].operands]
+    floats = [c for c in combines if c.name in ("arith.addf", "arith.mulf")]
+    return all("fastmath" in c.attributes and "reassoc" in str(c.attributes["fastmath"]) for c in floats)
 
 
 def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], copies: int) -> None:

@@ -5,11 +5,11 @@ Preconditions: linalg on memrefs (``fuser-cpu-pipeline`` right before
 ``linalg.generic`` are left alone, and so is a generic that does not fit the
 rules below.
 
-Effect: a ``linalg.generic`` on memrefs with exactly one ``reduction``
-iterator, which is not its last (a sum over dim 0 of a matrix), lowers to
-loops that load and store each output element once per element they read
+Effect: a ``linalg.generic`` on memrefs whose last ``reduction`` iterator
+is not its last iterator (a sum over dim 0 of a matrix) lowers to loops
+that load and store each output element once per element they read
 (``out[j] = out[j] + x[i, j]`` in the inner loop). It becomes two generics:
-the first reads ``factor`` rows of the reduced dim an iteration, through
+the first reads ``factor`` rows of that reduced dim an iteration, through
 ``factor`` strided views of each input that the reduced loop indexes (row
 ``k``, ``k + factor``, ...), with ``factor`` copies of the body, so the
 inner loop loads and stores each output element once per ``factor`` rows;
@@ -23,7 +23,10 @@ as a tree and then with the accumulator, so the accumulator's chain has one
 combine a jammed iteration (a float sum's rounding then differs from row by
 row, as its order is unspecified; an integer, max or min result is the
 same); other bodies are chained, each copy's outputs the next one's
-accumulators, in row order. Taken only where every output is a memref,
+accumulators, in row order. A generic of several reduced dims (a sum over
+dims 0 and 1 of a 3-D array) is taken only with such a combine: its rows
+left over come after the outer reduced loops' other iterations. Taken only
+where every output is a memref,
 each input map's results are dims or constants that name the reduced dim at
 most once, no output map names it, and the body has no ``linalg.index`` and
 no op with regions.
@@ -73,16 +76,28 @@ def _position(amap: ir.AffineMap, dim: int) -> int | None:
     return found
 
 
+def _reassociable(g: Generic) -> bool:
+    """Whether ``g``'s body is ``yield combine(acc, value)`` for every output
+    (:meth:`Generic.combiners`), each float combine marked ``reassoc``."""
+    if g.combiners() is None:
+        return False
+    combines = [v.owner.operation for v in list(g.body.operations)[-1].operands]
+    floats = [c for c in combines if c.name in ("arith.addf", "arith.mulf")]
+    return all("fastmath" in c.attributes and "reassoc" in str(c.attributes["fastmath"]) for c in floats)
+
+
 def reduced_loop(g: Generic) -> tuple[int, list[int | None]] | None:
-    """The reduced loop of a generic this pass takes, and where each of its
-    inputs is indexed by it; None for a generic it leaves alone."""
-    if len(g.op.results) or len(g.reduction) != 1 or g.reduction[0] == len(g.iterators) - 1:
+    """The reduced loop of a generic this pass jams (its last), and where
+    each of its inputs is indexed by it; None for a generic it leaves alone."""
+    if len(g.op.results) or not g.reduction or g.reduction[-1] == len(g.iterators) - 1:
         return None
     if not all(isinstance(v.type, ir.MemRefType) for v in g.outputs):
         return None
     if any(op.operation.name == "linalg.index" or len(op.operation.regions) for op in g.body.operations):
         return None
-    loop = g.reduction[0]
+    if len(g.reduction) > 1 and not _reassociable(g):
+        return None  # the rows left over would come after the outer reduced loops' next iterations
+    loop = g.reduction[-1]
     try:
         positions = [_position(m, loop) for m in g.maps[: len(g.inputs)]]
         if any(_position(m, loop) is not None for m in g.maps[len(g.inputs) :]):
@@ -170,16 +185,6 @@ def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
         values = pairs + values[len(pairs) * 2 :]
     accumulators = block.arguments[copies * count :]
     linalg.YieldOp([_combined(c, acc, a, t) for c, acc, a, t in zip(combines, outputs, accumulators, values[0])])
-
-
-def _reassociable(g: Generic) -> bool:
-    """Whether ``g``'s body is ``yield combine(acc, value)`` for every output
-    (:meth:`Generic.combiners`), each float combine marked ``reassoc``."""
-    if g.combiners() is None:
-        return False
-    combines = [v.owner.operation for v in list(g.body.operations)[-1].operands]
-    floats = [c for c in combines if c.name in ("arith.addf", "arith.mulf")]
-    return all("fastmath" in c.attributes and "reassoc" in str(c.attributes["fastmath"]) for c in floats)
 
 
 def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], copies: int) -> None:

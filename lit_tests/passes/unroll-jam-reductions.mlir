@@ -130,6 +130,45 @@ func.func @ordered_sum(%x: memref<?x?xf32>, %out: memref<?xf32>) {
 
 // -----
 
+// A sum over dims 0 and 1 of a 3-D buffer, marked reassoc: dim 1, the last
+// reduced one, is jammed; a sum over the same dims not marked reassoc is left
+// alone (its rows left over would come after dim 0's other iterations).
+// CHECK-LABEL: func.func @two_reduced_dims(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?x?xf32>
+// CHECK:         %[[R:.*]] = memref.dim %[[X]], %{{.*}}
+// CHECK:         memref.dim %[[X]]
+// CHECK:         memref.dim %[[X]]
+// CHECK:         %[[TWO:.*]] = arith.constant 2 : index
+// CHECK:         %[[PAIRS:.*]] = arith.divui %{{.*}}, %[[TWO]]
+// CHECK:         memref.subview %[[X]][%{{.*}}, %{{.*}}, %{{.*}}] [%{{.*}}, %[[PAIRS]], %{{.*}}] [%{{.*}}, %[[TWO]], %{{.*}}]
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "reduction", "parallel"]
+// CHECK-NEXT:    ^bb0(%[[A0:[^:]*]]: f32, %[[A1:[^:]*]]: f32, %[[ACC:[^:]*]]: f32):
+// CHECK-NEXT:      %[[T:.*]] = arith.addf %[[A0]], %[[A1]] fastmath<reassoc>
+// CHECK-NEXT:      arith.addf %[[ACC]], %[[T]] fastmath<reassoc>
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "reduction", "parallel"]
+// CHECK-NEXT:    ^bb0(%{{[^:]*}}: f32, %{{[^:]*}}: f32):
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "reduction", "parallel"]
+// CHECK-NEXT:    ^bb0(%{{[^:]*}}: f32, %{{[^:]*}}: f32):
+// CHECK-NEXT:      arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:     linalg.generic
+func.func @two_reduced_dims(%x: memref<?x?x?xf32>, %out: memref<?xf32>, %ordered: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x : memref<?x?x?xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a fastmath<reassoc> : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x : memref<?x?x?xf32>) outs(%ordered : memref<?xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Left alone: a sum along the innermost dim (no parallel loop inside the
 // reduced one), a sum over two dims, and a generic that reads a loop index.
 // CHECK-LABEL: func.func @left_alone(

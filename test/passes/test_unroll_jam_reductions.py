@@ -1,7 +1,8 @@
 """fuser-unroll-jam-reductions in the CPU pipeline (fuser_mlir/passes/unroll_jam_reductions.py).
 
-Reductions over a dim that has a parallel dim inside it (a column sum, a
-max over the middle dim of a 3-D array) run jammed, 8 rows an iteration and
+Reductions whose last reduced dim has a parallel dim inside it (a column
+sum, a max over the middle dim of a 3-D array, a sum over its first two
+dims) run jammed, 8 rows an iteration and
 the rows left over after them. Each case runs on row counts around
 multiples of 8 against the float64 reference (outputs poisoned with NaN,
 inputs checked unchanged). Where reassociating gives the same result (an
@@ -43,6 +44,11 @@ def min_over_the_middle(fd, x, w):
     fd.add_output(fd.ops.min(x, dims=[1]))
 
 
+def sum_over_the_first_two(fd, x, w):
+    # two reduced dims: the last of them (dim 1) is jammed
+    fd.add_output(fd.ops.sum(x, dims=[0, 1]))
+
+
 def weighted_sum_of_columns(fd, x, w):
     # a fused producer and a weight read along the columns, in every copy of the body
     fd.add_output(fd.ops.sum(x * w + x, dims=[0]))
@@ -52,6 +58,7 @@ CASES = {
     sum_of_columns: lambda rows: [(rows, 37)],
     max_of_columns_kept: lambda rows: [(rows, 37)],
     min_over_the_middle: lambda rows: [(3, rows, 5)],
+    sum_over_the_first_two: lambda rows: [(3, rows, 5)],
     weighted_sum_of_columns: lambda rows: [(rows, 37), (37,)],
 }
 

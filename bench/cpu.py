@@ -14,9 +14,9 @@ fuser_mlir/lowering/cpu_split.py). Speed-ups are NumPy time / fuser-mlir
 time. Then the chain on 16K to 16M elements, on one thread and on all of
 them: where cutting a call into blocks starts to pay
 (``fuser_mlir.runtime.cpu.BLOCK_BYTES``). Then sums over dim 0 of 256 to
-16384 columns, float32 and bfloat16, as compiled and with
-``fuser-unroll-jam-reductions{factor=1}`` (a row at a time), on one thread
-and on all. Prints tables and writes JSON.
+16384 columns, float32 and bfloat16, and over dims 0 and 1 of a 3-D
+float32, as compiled and with ``fuser-unroll-jam-reductions{factor=1}`` (a
+row at a time), on one thread and on all. Prints tables and writes JSON.
 """
 
 from __future__ import annotations
@@ -157,32 +157,33 @@ def jam_factor(factor: int):
 
 def column_sums(threads: int, repeat: int, scale: int = 0) -> list[dict]:
     """Sums over dim 0 of 16M-element arrays (``scale``: 4**scale times fewer
-    rows) of 256 to 16384 columns, float32 and bfloat16, compiled with the
-    pipeline's jam factor and with none (``jam_factor(1)``), each on one
-    thread and on ``threads``, each call with a new output as
-    ``fd.execute([x])`` makes it (a row-by-row sum runs slower into an
-    output that is not 64-byte aligned, as NumPy's are not: 2.6 ms against
-    1.7 for a float32 4096x4096 on one thread here); NumPy beside the
-    float32 ones."""
+    rows) of 256 to 16384 columns, float32 and bfloat16, and over dims 0
+    and 1 of a float32 64x256x1024, compiled with the pipeline's jam factor
+    and with none (``jam_factor(1)``), each on one thread and on
+    ``threads``, each call with a new output as ``fd.execute([x])`` makes
+    it (a row-by-row sum runs slower into an output that is not 64-byte
+    aligned, as NumPy's are not: 2.6 ms against 1.7 for a float32 4096x4096
+    on one thread here); NumPy beside the float32 ones."""
+    elements = 16 * 1024 * 1024 >> (2 * scale)
+    cases = [(dtype, (elements // columns or 1, columns), (0,)) for dtype in (DataType.Float, DataType.BFloat16) for columns in (256, 1024, 4096, 16384)]
+    cases.append((DataType.Float, (64, (elements // 65536) or 1, 1024), (0, 1)))
     rows = []
-    for dtype in (DataType.Float, DataType.BFloat16):
-        for columns in (256, 1024, 4096, 16384):
-            shape = ((16 * 1024 * 1024 >> (2 * scale)) // columns or 1, columns)
-            x = np.random.default_rng(columns).standard_normal(shape).astype(dtype.numpy)
-            ref = x.astype(np.float64).sum(axis=0)
-            row = {"dtype": dtype.name, "shape": list(shape)}
-            for label, factor in (("jammed", None), ("row_by_row", 1)):
-                with contextlib.nullcontext() if factor is None else jam_factor(factor):
-                    with FusionDefinition(name=f"column_sum_{label}") as fd:
-                        t = fd.define_tensor(shape=[-1, -1], dtype=dtype)
-                        fd.add_output(fd.ops.sum(t, dims=[0]))
-                    (out,) = fd.execute([x])
-                err = float(np.max(np.abs(out.astype(np.float64) - ref)))
-                assert err < (1e-4 if dtype is DataType.Float else 1e-2) * max(1.0, float(np.max(np.abs(ref)))), f"{label} {shape}: max abs error {err}"
-                row[f"{label}_one_thread_ms"] = timed_on(1, lambda: fd.execute([x]), repeat) * 1e3
-                row[f"{label}_ms"] = timed_on(threads, lambda: fd.execute([x]), repeat) * 1e3
-            row["numpy_ms"] = median_time(lambda: x.sum(axis=0), repeat) * 1e3 if dtype is DataType.Float else None
-            rows.append(row)
+    for dtype, shape, dims in cases:
+        x = np.random.default_rng(shape[-1]).standard_normal(shape).astype(dtype.numpy)
+        ref = x.astype(np.float64).sum(axis=dims)
+        row = {"dtype": dtype.name, "shape": list(shape), "dims": list(dims)}
+        for label, factor in (("jammed", None), ("row_by_row", 1)):
+            with contextlib.nullcontext() if factor is None else jam_factor(factor):
+                with FusionDefinition(name=f"column_sum_{label}") as fd:
+                    t = fd.define_tensor(shape=[-1] * len(shape), dtype=dtype)
+                    fd.add_output(fd.ops.sum(t, dims=list(dims)))
+                (out,) = fd.execute([x])
+            err = float(np.max(np.abs(out.astype(np.float64) - ref)))
+            assert err < (1e-4 if dtype is DataType.Float else 1e-2) * max(1.0, float(np.max(np.abs(ref)))), f"{label} {shape}: max abs error {err}"
+            row[f"{label}_one_thread_ms"] = timed_on(1, lambda: fd.execute([x]), repeat) * 1e3
+            row[f"{label}_ms"] = timed_on(threads, lambda: fd.execute([x]), repeat) * 1e3
+        row["numpy_ms"] = median_time(lambda: x.sum(axis=dims), repeat) * 1e3 if dtype is DataType.Float else None
+        rows.append(row)
     return rows
 
 
@@ -228,12 +229,12 @@ def main(argv: list[str] | None = None) -> None:
     for r in sizes:
         print(f"{r['elements']:>10} {r['bytes'] / 1e6:7.2f} {r['one_thread_us']:12.1f} {r['threads_us']:12.1f} {r['speedup']:8.2f}x")
     sums = column_sums(threads, args.repeat, args.scale)
-    print(f"\nsums over dim 0 by width, ms: jammed (fuser-unroll-jam-reductions) and row by row (factor=1), 1 thread / {threads}")
-    print(f"{'dtype':<9} {'shape':>14} {'jammed':>15} {'row by row':>15} {'numpy':>7}")
+    print(f"\nsums over dim 0 (or dims 0, 1) by width, ms: jammed (fuser-unroll-jam-reductions) and row by row (factor=1), 1 thread / {threads}")
+    print(f"{'dtype':<9} {'shape':>14} {'dims':>5} {'jammed':>15} {'row by row':>15} {'numpy':>7}")
     for r in sums:
         numpy_ms = f"{r['numpy_ms']:7.2f}" if r["numpy_ms"] is not None else f"{'-':>7}"
         print(
-            f"{r['dtype']:<9} {'x'.join(map(str, r['shape'])):>14} {r['jammed_one_thread_ms']:7.2f} {r['jammed_ms']:7.2f} "
+            f"{r['dtype']:<9} {'x'.join(map(str, r['shape'])):>14} {','.join(map(str, r['dims'])):>5} {r['jammed_one_thread_ms']:7.2f} {r['jammed_ms']:7.2f} "
             f"{r['row_by_row_one_thread_ms']:7.2f} {r['row_by_row_ms']:7.2f} {numpy_ms}"
         )
     out = Path(args.json)

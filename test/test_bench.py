@@ -208,10 +208,10 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     ]
     assert all(row["fuser_ms"] > 0 and row["fuser_one_thread_ms"] > 0 and row["numpy_ms"] > 0 for row in result["rows"])
     assert [row["elements"] for row in result["chain_sizes"]] == [64, 256, 1024, 4096, 16384, 65536]
-    assert [(row["dtype"], row["shape"]) for row in result["column_sums"]] == [
-        (dtype, [65536 // columns or 1, columns]) for dtype in ("Float", "BFloat16") for columns in (256, 1024, 4096, 16384)
-    ]
+    assert [(row["dtype"], row["shape"], row["dims"]) for row in result["column_sums"]] == [
+        (dtype, [65536 // columns or 1, columns], [0]) for dtype in ("Float", "BFloat16") for columns in (256, 1024, 4096, 16384)
+    ] + [("Float", [64, 1, 1024], [0, 1])]
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["column_sums"] for label in ("jammed", "row_by_row") for threads in ("", "_one_thread"))
     assert all((row["numpy_ms"] is not None) == (row["dtype"] == "Float") for row in result["column_sums"])
     printed = capsys.readouterr().out
-    assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 by width" in printed
+    assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed

@@ -43,12 +43,12 @@ no op with regions.
     %rest = memref.subview %x[%main, 0] [%rows - %main, %cols] [1, 1]
     linalg.generic {...} ins(%rest) outs(%sum) { the body as it was }
 
-On a 2-CPU x86-64 VM (AVX-512; ``python bench/cpu.py``, sums over dim 0
-of 16M elements, factor 8 against 1): float32 of 256 to 16384 columns
-1.6-1.9 ms against 2.4-3.5 on one thread, 1.0-1.8 against 1.6-3.8 on two;
-bfloat16 0.55-0.74 against 1.0-1.7 on two threads, but 0.84-1.02 against
-0.83-0.91 on one thread up to 4096 columns, where the row-by-row loop reads
-its one row at a time faster (README, "How a fusion runs on the CPU").
+On a 2-CPU x86-64 VM (AVX-512; ``python bench/cpu.py``, sums of 16M
+elements, factor 8 against 1, one thread / two): float32 over dim 0 of 256
+to 16384 columns 1.6-1.9 / 1.2-2.0 ms against 2.7-3.5 / 1.8-3.8; bfloat16
+0.6-0.8 against 1.0-1.9 on two threads, but 1.0-1.1 against 0.84-0.99 on
+one thread up to 4096 columns, where the row-by-row loop reads its one row
+at a time faster (README, "How a fusion runs on the CPU").
 """
 
 from __future__ import annotations

@@ -111,17 +111,24 @@ def commit() -> str:
         return "unknown"
 
 
-def timed_on(threads: int, fn, repeat: int) -> float:
-    """median_time of ``fn`` with ``FUSER_CPU_THREADS=threads``."""
-    saved = os.environ.get("FUSER_CPU_THREADS")
-    os.environ["FUSER_CPU_THREADS"] = str(threads)
+@contextlib.contextmanager
+def environment(name: str, value: str):
+    """``os.environ[name] = value`` inside, as it was after."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
-        return median_time(fn, repeat)
+        yield
     finally:
         if saved is None:
-            del os.environ["FUSER_CPU_THREADS"]
+            del os.environ[name]
         else:
-            os.environ["FUSER_CPU_THREADS"] = saved
+            os.environ[name] = saved
+
+
+def timed_on(threads: int, fn, repeat: int) -> float:
+    """median_time of ``fn`` with ``FUSER_CPU_THREADS=threads``."""
+    with environment("FUSER_CPU_THREADS", str(threads)):
+        return median_time(fn, repeat)
 
 
 def chain_sizes(threads: int, repeat: int, scale: int = 0) -> list[dict]:
@@ -142,17 +149,13 @@ def jam_factor(factor: int):
     """Kernels compiled inside run ``fuser-unroll-jam-reductions`` with
     ``factor`` (1: reductions one row at a time, as before the pass), and
     stay out of the kernel cache."""
-    saved, cache = PIPELINES["fuser-cpu-pipeline"], os.environ.get("FUSER_CACHE")
+    saved = PIPELINES["fuser-cpu-pipeline"]
     PIPELINES["fuser-cpu-pipeline"] = saved.replace("fuser-unroll-jam-reductions", f"fuser-unroll-jam-reductions{{factor={factor}}}")
-    os.environ["FUSER_CACHE"] = "0"
     try:
-        yield
+        with environment("FUSER_CACHE", "0"):
+            yield
     finally:
         PIPELINES["fuser-cpu-pipeline"] = saved
-        if cache is None:
-            del os.environ["FUSER_CACHE"]
-        else:
-            os.environ["FUSER_CACHE"] = cache
 
 
 def column_sums(threads: int, repeat: int, scale: int = 0) -> list[dict]:

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
+from fuser_mlir.lowering.linalg import index_constant
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 
@@ -76,19 +77,23 @@ def _position(amap: ir.AffineMap, dim: int) -> int | None:
     return found
 
 
+def _combines(g: Generic) -> list[ir.Operation]:
+    """The ops whose results ``g``'s body yields, one per output."""
+    return [v.owner.operation for v in list(g.body.operations)[-1].operands]
+
+
 def _reassociable(g: Generic) -> bool:
     """Whether ``g``'s body is ``yield combine(acc, value)`` for every output
     (:meth:`Generic.combiners`), each float combine marked ``reassoc``."""
     if g.combiners() is None:
         return False
-    combines = [v.owner.operation for v in list(g.body.operations)[-1].operands]
-    floats = [c for c in combines if c.name in ("arith.addf", "arith.mulf")]
+    floats = [c for c in _combines(g) if c.name in ("arith.addf", "arith.mulf")]
     return all("fastmath" in c.attributes and "reassoc" in str(c.attributes["fastmath"]) for c in floats)
 
 
-def reduced_loop(g: Generic) -> tuple[int, list[int | None]] | None:
-    """The reduced loop of a generic this pass jams (its last), and where
-    each of its inputs is indexed by it; None for a generic it leaves alone."""
+def reduced_loop(g: Generic) -> list[int | None] | None:
+    """Where each input of a generic this pass jams is indexed by the loop
+    it jams (its last reduced one); None for a generic it leaves alone."""
     if len(g.op.results) or not g.reduction or g.reduction[-1] == len(g.iterators) - 1:
         return None
     if not all(isinstance(v.type, ir.MemRefType) for v in g.outputs):
@@ -106,11 +111,7 @@ def reduced_loop(g: Generic) -> tuple[int, list[int | None]] | None:
         return None
     if all(p is None for p in positions):
         return None
-    return loop, positions
-
-
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
+    return positions
 
 
 def _rows(source: ir.Value, sizes: list[ir.Value], position: int, offset: ir.Value, size: ir.Value, stride: ir.Value) -> ir.Value:
@@ -120,7 +121,7 @@ def _rows(source: ir.Value, sizes: list[ir.Value], position: int, offset: ir.Val
     view's type is fully dynamic whatever the source's."""
     source_type = ir.MemRefType(source.type)
     rank = source_type.rank
-    zero, one = _index(0), _index(1)
+    zero, one = index_constant(0), index_constant(1)
     offsets = [offset if d == position else zero for d in range(rank)]
     strides = [stride if d == position else one for d in range(rank)]
     sizes = [size if d == position else sizes[d] for d in range(rank)]
@@ -173,7 +174,7 @@ def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
     jammed iteration, not ``copies`` in a row."""
     body, count = g.body, len(g.inputs)
     ops = [op.operation for op in body.operations]
-    combines = [v.owner.operation for v in ops[-1].operands]
+    combines = _combines(g)
     outputs = list(body.arguments[count:])
     values = []  # each copy's values, one per output
     for k in range(copies):
@@ -207,15 +208,14 @@ def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], 
 def unroll_jam(generic: ir.Operation, factor: int) -> bool:
     """Rewrite ``generic`` as the module docstring says; False where it does not fit."""
     g = Generic.of(generic)
-    found = reduced_loop(g)
-    if found is None:
+    positions = reduced_loop(g)
+    if positions is None:
         return False
-    _, positions = found
     inputs, count = g.inputs, len(g.inputs)
     with ir.InsertionPoint(generic), generic.location:
-        sizes = {i: [memref.DimOp(v, _index(d)).result for d in range(ir.MemRefType(v.type).rank)] for i, (v, p) in enumerate(zip(inputs, positions)) if p is not None}
+        sizes = {i: [memref.DimOp(v, index_constant(d)).result for d in range(ir.MemRefType(v.type).rank)] for i, (v, p) in enumerate(zip(inputs, positions)) if p is not None}
         extent = next(sizes[i][p] for i, p in enumerate(positions) if p is not None)
-        step = _index(factor)
+        step = index_constant(factor)
         blocks = arith.DivUIOp(extent, step).result
         main = arith.MulIOp(blocks, step).result
         rest = arith.SubIOp(extent, main).result
@@ -223,8 +223,8 @@ def unroll_jam(generic: ir.Operation, factor: int) -> bool:
         def views(offset, size, stride) -> list[ir.Value]:
             return [v if p is None else _rows(v, sizes[i], p, offset, size, stride) for i, (v, p) in enumerate(zip(inputs, positions))]
 
-        _generic_like(g, [v for k in range(factor) for v in views(_index(k), blocks, step)], g.maps[:count] * factor + g.maps[count:], factor)
-        _generic_like(g, views(main, rest, _index(1)), g.maps, 1)
+        _generic_like(g, [v for k in range(factor) for v in views(index_constant(k), blocks, step)], g.maps[:count] * factor + g.maps[count:], factor)
+        _generic_like(g, views(main, rest, index_constant(1)), g.maps, 1)
     generic.erase()
     return True
 

@@ -23,6 +23,10 @@ The element computations come from :mod:`fuser_mlir.lowering.scalar`.
 Result sizes that are dynamic are taken with ``tensor.dim`` from an operand
 that has the same size in that dim.
 
+:func:`view_along` cuts a strided view out of a memref along one dim, for
+the passes that rewrite linalg on memrefs (``fuser-unroll-jam-reductions``,
+``fuser-block-rows``).
+
 Booleans are stored as ``i8`` (0 or 1, like NumPy's ``bool``): every lowered
 tensor of ``i1`` values has the *storage type* ``tensor<...xi8>``, and generic
 bodies convert to ``i1`` on entry (``!= 0``) and back on exit (``extui``).
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from fuser_mlir._mlir import arith, ir, linalg, tensor
+from fuser_mlir._mlir import arith, ir, linalg, memref, tensor
 from fuser_mlir.dialect import types as T
 from fuser_mlir.lowering import scalar as S
 from fuser_mlir.lowering.scalar import building
@@ -87,6 +91,26 @@ def dim_size(value: ir.Value, dim: int, *, loc=None, ip=None) -> ir.Value:
         if static is not None:
             return index_constant(static)
         return tensor.DimOp(value, index_constant(dim)).result
+
+
+def view_along(
+    source: ir.Value, sizes: Sequence[ir.Value], position: int, offset: ir.Value, size: ir.Value, stride: ir.Value, *, loc=None, ip=None
+) -> ir.Value:
+    """The view of ``source`` (of ``sizes``) that keeps ``size`` of its
+    indices along ``position`` from ``offset`` by ``stride``, and all of
+    every other dim. Every offset, size and stride is an SSA value, so the
+    view's type is fully dynamic whatever the source's."""
+    source_type = ir.MemRefType(source.type)
+    rank = source_type.rank
+    with building(loc, ip):
+        zero, one = index_constant(0), index_constant(1)
+        offsets = [offset if d == position else zero for d in range(rank)]
+        strides = [stride if d == position else one for d in range(rank)]
+        sizes = [size if d == position else sizes[d] for d in range(rank)]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * rank)
+        view_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, source_type.element_type, layout, source_type.memory_space)
+        return memref.subview(source, offsets, sizes, strides, result_type=view_type)
 
 
 def empty(result_type: ir.RankedTensorType, sizes: Sequence[ir.Value], *, loc=None, ip=None) -> ir.Value:

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
-from fuser_mlir.lowering.linalg import index_constant
+from fuser_mlir.lowering.linalg import index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 
@@ -112,23 +112,6 @@ def reduced_loop(g: Generic) -> list[int | None] | None:
     if all(p is None for p in positions):
         return None
     return positions
-
-
-def _rows(source: ir.Value, sizes: list[ir.Value], position: int, offset: ir.Value, size: ir.Value, stride: ir.Value) -> ir.Value:
-    """The view of ``source`` (of ``sizes``) that keeps ``size`` of its
-    indices along ``position`` from ``offset`` by ``stride``, and all of
-    every other dim. Every offset, size and stride is an SSA value, so the
-    view's type is fully dynamic whatever the source's."""
-    source_type = ir.MemRefType(source.type)
-    rank = source_type.rank
-    zero, one = index_constant(0), index_constant(1)
-    offsets = [offset if d == position else zero for d in range(rank)]
-    strides = [stride if d == position else one for d in range(rank)]
-    sizes = [size if d == position else sizes[d] for d in range(rank)]
-    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-    layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * rank)
-    view_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, source_type.element_type, layout, source_type.memory_space)
-    return memref.subview(source, offsets, sizes, strides, result_type=view_type)
 
 
 def _copy_ops(ops: list[ir.Operation], local: dict) -> None:
@@ -221,7 +204,7 @@ def unroll_jam(generic: ir.Operation, factor: int) -> bool:
         rest = arith.SubIOp(extent, main).result
 
         def views(offset, size, stride) -> list[ir.Value]:
-            return [v if p is None else _rows(v, sizes[i], p, offset, size, stride) for i, (v, p) in enumerate(zip(inputs, positions))]
+            return [v if p is None else view_along(v, sizes[i], p, offset, size, stride) for i, (v, p) in enumerate(zip(inputs, positions))]
 
         _generic_like(g, [v for k in range(factor) for v in views(index_constant(k), blocks, step)], g.maps[:count] * factor + g.maps[count:], factor)
         _generic_like(g, views(main, rest, index_constant(1)), g.maps, 1)

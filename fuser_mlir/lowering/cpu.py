@@ -31,6 +31,12 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
 - ``buffer-deallocation-pipeline`` frees the buffers bufferization allocates
   for intermediates inside a segment (e.g. a row max feeding a subtraction);
   ``convert-bufferization-to-memref`` lowers what it leaves.
+- ``fuser-erase-dead-generics`` erases the producers that
+  ``linalg-fuse-elementwise-ops`` fused into every consumer but could not
+  erase (their bodies call libm), so that nothing after it counts them as
+  loop nests; ``fuser-block-rows`` then runs a segment whose loop nests
+  share a buffer (a row softmax, a layer norm) block by block of rows, so
+  that the later nests find the rows in cache.
 - ``convert-math-to-llvm{approximate-log1p=false}`` keeps ``log1p`` for libm
   (the approximation loses precision near 0); ``convert-math-to-libm`` takes
   what has no LLVM intrinsic (``erf``, ``expm1``, ...). The JIT resolves libm
@@ -52,8 +58,8 @@ What :func:`compile_cpu` adds to the named pipeline:
 - ``fuser-lower-to-cpu{vector-library=...}`` with the host's libmvec variant
   (:func:`~fuser_mlir.lowering.vector_library.host_vector_library`), so that
   loops calling ``expf``/``tanhf``/... vectorise.
-- Between bufferization and ``fuser-unroll-jam-reductions`` (right before
-  ``convert-linalg-to-loops``) it reads, per segment, along which dims its
+- Between bufferization and ``fuser-block-rows`` (after
+  ``fuser-erase-dead-generics``) it reads, per segment, along which dims its
   calls may be cut into blocks that run on several threads
   (:mod:`fuser_mlir.lowering.cpu_split`); the kernels and the image carry
   the answer.
@@ -179,7 +185,7 @@ def cpu_pipeline(vector_library: str = "") -> str:
 
 #: The first pass of ``fuser-cpu-pipeline`` after the point where
 #: :func:`compile_cpu` reads the segments' splits (linalg on memrefs).
-SPLITS_READ_BEFORE = "fuser-unroll-jam-reductions"
+SPLITS_READ_BEFORE = "fuser-block-rows"
 
 
 def split_pipeline(text: str) -> tuple[str, str]:

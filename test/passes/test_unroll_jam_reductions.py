@@ -113,7 +113,7 @@ def test_a_column_sum_becomes_a_generic_of_8_rows_an_iteration_and_one_of_the_re
     with make_context() as context, ir.Location.unknown():
         lowered, _ = segments_only(ir.Module.parse(compiled.stages["outlined"], context=context))
         before, loops = split_pipeline(cpu_pipeline())
-        assert loops.startswith("fuser-unroll-jam-reductions, convert-linalg-to-loops")
+        assert "fuser-unroll-jam-reductions, convert-linalg-to-loops" in loops
         run_pipeline(lowered, before + ", fuser-unroll-jam-reductions")
         text = str(lowered)
     inputs = [ins.split(":")[0].count("%") for ins in re.findall(r"linalg\.generic .* ins\(([^)]*)\)", text)]

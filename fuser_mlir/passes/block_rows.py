@@ -1,0 +1,218 @@
+"""Run the loop nests of a segment block by block of rows, so that nests sharing data find it in cache.
+
+Preconditions: linalg on memrefs (``fuser-cpu-pipeline`` right after
+bufferization, where :func:`~fuser_mlir.lowering.cpu.compile_cpu` reads the
+splits). Functions that are not segments (no ``fuser.num_inputs``), and
+segments that do not fit the rules below, are left alone.
+
+Effect: a segment runs its loop nests one after the other over whole arrays.
+Where two nests read the same buffer (a row softmax reads its input for the
+max, for the sum and for the result; a layer norm for the mean, the variance
+and the result), each nest streams it from memory again once the array is
+larger than the cache. A segment that splits
+(:func:`~fuser_mlir.lowering.cpu_split.split_dims`: calls on blocks of its
+split dims compute what one call on the whole arrays does) along dim 0 of
+every argument it splits, and in which some buffer is touched by two nests,
+becomes a loop over blocks of rows: its body moves into a private function
+``<name>_rows`` and the segment calls it once per block of at most
+``block_bytes`` of its split arguments (at least one row), with views of
+those arguments cut to the block; other arguments are passed whole. Where
+the split arguments do not agree on their number of rows, the segment calls
+its body once, on the whole arrays, as the runtime does. Every element is
+computed by the same arithmetic as before, so results are bit-for-bit the
+same. ``block_bytes=0`` leaves every segment as it is.
+
+    func.func @f_seg0(%x: memref<?x?xf32, strided<[?, ?], offset: ?>>, %out: ...)
+        attributes {fuser.num_inputs = 1 : i64, llvm.emit_c_interface} {
+      linalg.generic ... ins(%x) outs(%max)          // reads %x
+      linalg.generic ... ins(%x, %max) outs(%out)    // reads %x again
+    }
+    ==>
+    func.func private @f_seg0_rows(%x: ..., %out: ...) { the body as it was }
+    func.func @f_seg0(%x: ..., %out: ...) attributes {...} {
+      %rows = memref.dim %x, %c0
+      %step = max(1, block_bytes / (bytes of a row of %x + of %out))
+      scf.if (%rows == memref.dim %out, %c0) {
+        scf.for %r = %c0 to %rows step %step {
+          %n = min(%step, %rows - %r)
+          %xb = memref.subview %x[%r, 0] [%n, %cols] [1, 1]
+          %ob = memref.subview %out[%r, 0] [%n, %cols] [1, 1]
+          func.call @f_seg0_rows(%xb, %ob)
+        }
+      } else {
+        func.call @f_seg0_rows(%x, %out)
+      }
+    }
+
+Blocks of rows only: blocks of columns of a row-major array would read short
+pieces of many rows. On a 2-CPU x86-64 VM (AVX-512, 1 MB L2 a core;
+``python bench/cpu.py``, 4096x4096 float32): see the README, "How a fusion
+runs on the CPU".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fuser_mlir._mlir import arith, func, ir, memref, scf
+from fuser_mlir.lowering.cpu_split import split_dims
+from fuser_mlir.lowering.linalg import index_constant, view_along
+from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
+
+NUM_INPUTS_ATTR = "fuser.num_inputs"
+
+#: Ops that touch buffers as a loop nest does (a fill writes its buffer once and is not counted).
+_NESTS = ("linalg.generic", "linalg.copy", "memref.copy")
+
+
+def _shares_a_buffer(function: ir.Operation) -> bool:
+    """Whether two loop nests at the top of ``function`` touch one buffer."""
+    touched: set = set()
+    for op in function.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name not in _NESTS:
+            continue
+        buffers = {v for v in op.operands if isinstance(v.type, ir.MemRefType)}
+        if buffers & touched:
+            return True
+        touched |= buffers
+    return False
+
+
+def _item_bytes(element: ir.Type) -> int:
+    """Bytes of one element of a buffer of ``element``s."""
+    if isinstance(element, (ir.FloatType, ir.IntegerType)):
+        return max(1, element.width // 8)
+    raise ValueError(f"fuser-block-rows: no byte size for element type {element}")
+
+
+def rows_split(function: ir.Operation) -> list[bool] | None:
+    """Per argument of the segment ``function``, whether its blocks of rows
+    are cut from it (True) or it is passed whole; None where the pass leaves
+    ``function`` alone (see the module docstring)."""
+    if function.name != "func.func" or NUM_INPUTS_ATTR not in function.attributes or not function.regions[0].blocks:
+        return None
+    split = split_dims(function)
+    if split is None or any(dim not in (None, 0) for dim in split) or not _shares_a_buffer(function):
+        return None
+    return [dim == 0 for dim in split]
+
+
+def _sizes(buffer: ir.Value) -> list[ir.Value]:
+    """The size of each dim of ``buffer``: a constant where its type has one."""
+    shape = ir.MemRefType(buffer.type).shape
+    return [memref.DimOp(buffer, index_constant(d)).result if ir.ShapedType.is_dynamic_size(n) else index_constant(n) for d, n in enumerate(shape)]
+
+
+def _row_bytes(buffers: list[ir.Value], sizes: dict) -> ir.Value:
+    """Bytes of one row (an index of dim 0) of all ``buffers`` together;
+    ``sizes`` holds each buffer's dim sizes (:func:`_sizes`)."""
+    total = None
+    for buffer in buffers:
+        type_ = ir.MemRefType(buffer.type)
+        static = _item_bytes(type_.element_type)
+        for n in type_.shape[1:]:
+            static *= 1 if ir.ShapedType.is_dynamic_size(n) else n
+        row = index_constant(static)
+        for d in range(1, type_.rank):
+            if ir.ShapedType.is_dynamic_size(type_.shape[d]):
+                row = arith.MulIOp(row, sizes[buffer][d]).result
+        total = row if total is None else arith.AddIOp(total, row).result
+    return total
+
+
+def _same_rows(buffers: list[ir.Value], sizes: dict) -> ir.Value | None:
+    """An ``i1``: every one of ``buffers`` has as many rows as the first;
+    None where there is only one."""
+    agree = None
+    for buffer in buffers[1:]:
+        same = arith.CmpIOp(arith.CmpIPredicate.eq, sizes[buffer][0], sizes[buffers[0]][0]).result
+        agree = same if agree is None else arith.AndIOp(agree, same).result
+    return agree
+
+
+def _rows_of(buffer: ir.Value, sizes: list[ir.Value], start: ir.Value, count: ir.Value) -> ir.Value:
+    """Rows ``start`` to ``start + count`` of ``buffer`` (of ``sizes``), as a
+    value of ``buffer``'s own type (a cast where that type has static sizes)."""
+    view = view_along(buffer, sizes, 0, start, count, index_constant(1))
+    return view if view.type == buffer.type else memref.cast(buffer.type, view)
+
+
+def _blocks(name: str, args: list[ir.Value], cut: list[bool], sizes: dict, step: ir.Value) -> None:
+    """Calls of ``name`` on blocks of ``step`` rows of the arguments ``cut``
+    says, the others whole, at the insertion point."""
+    rows = sizes[next(a for a, c in zip(args, cut) if c)][0]
+    loop = scf.ForOp(index_constant(0), rows, step)
+    with ir.InsertionPoint(loop.body):
+        start = loop.induction_variable
+        count = arith.MinUIOp(step, arith.SubIOp(rows, start).result).result
+        func.CallOp([], name, [_rows_of(a, sizes[a], start, count) if c else a for a, c in zip(args, cut)])
+        scf.YieldOp([])
+
+
+def _body_function(function: ir.Operation, name: str) -> None:
+    """A private copy of ``function`` named ``name``, right before it."""
+    with ir.InsertionPoint(function):
+        body = function.clone()
+    body.attributes["sym_name"] = ir.StringAttr.get(name)
+    body.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    for attribute in (NUM_INPUTS_ATTR, "llvm.emit_c_interface"):
+        if attribute in body.attributes:
+            del body.attributes[attribute]
+
+
+def _unique_name(module: ir.Operation, base: str) -> str:
+    """``base``, or ``base`` with a number, that no symbol of ``module`` has."""
+    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.regions[0].blocks[0].operations if "sym_name" in op.operation.attributes}
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}{k}", k + 1
+    return name
+
+
+def block_rows(module: ir.Operation, function: ir.Operation, block_bytes: int) -> bool:
+    """Rewrite ``function`` as the module docstring says; False where it does not fit."""
+    cut = rows_split(function)
+    if cut is None:
+        return False
+    name = _unique_name(module, ir.StringAttr(function.attributes["sym_name"]).value + "_rows")
+    _body_function(function, name)
+    entry = function.regions[0].blocks[0]
+    for op in reversed(list(entry.operations)):
+        op.operation.erase()
+    args = list(entry.arguments)
+    split = [a for a, c in zip(args, cut) if c]
+    with ir.InsertionPoint(entry), function.location:
+        sizes = {a: _sizes(a) for a in split}
+        one = index_constant(1)
+        step = arith.MaxUIOp(one, arith.DivUIOp(index_constant(block_bytes), arith.MaxUIOp(one, _row_bytes(split, sizes)).result).result).result
+        agree = _same_rows(split, sizes)
+        if agree is None:
+            _blocks(name, args, cut, sizes, step)
+        else:
+            branch = scf.IfOp(agree, has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                _blocks(name, args, cut, sizes, step)
+                scf.YieldOp([])
+            with ir.InsertionPoint(branch.else_block):
+                func.CallOp([], name, args)
+                scf.YieldOp([])
+        func.ReturnOp([])
+    return True
+
+
+@dataclass
+class BlockRowsPass(FuserPass):
+    NAME = "fuser-block-rows"
+    SUMMARY = "Run the loop nests of a segment block by block of rows, so that nests sharing data find it in cache."
+
+    block_bytes: int = 512 * 1024  # bytes of the split arguments a block takes at most (at least one row; 0: leave every segment alone)
+
+    def run(self, module: ir.Operation) -> None:
+        if self.block_bytes < 0:
+            emit_error(module, f"fuser-block-rows: block-bytes must be 0 (leave every segment as it is) or more, got {self.block_bytes}")
+            raise PassFailure()
+        if self.block_bytes == 0:
+            return
+        for function in list(module.regions[0].blocks[0].operations):
+            block_rows(module, function.operation, self.block_bytes)

@@ -1,0 +1,170 @@
+"""fuser-block-rows in the CPU pipeline (fuser_mlir/passes/block_rows.py).
+
+Segments whose loop nests share a buffer (a row softmax, a layer norm, two
+outputs of one input) run block by block of rows. Each case runs with blocks
+of one row (``block-bytes=1``) and of a few rows, on row counts that leave a
+short last block, against the float64 reference (outputs poisoned with NaN,
+inputs checked unchanged), and is the same to the bit as the pipeline's
+without the pass (``block-bytes=0``): blocking changes which rows a call
+sees, never the arithmetic of an element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import evaluate
+
+from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir import pipeline as P
+
+ROWS = (1, 5, 23)
+BLOCK_BYTES = (1, 1000)  # one row a block; a few rows a block (rows of 37 to 148 bytes a buffer)
+DTYPES = {"float32": DataType.Float, "float16": DataType.Half, "bfloat16": DataType.BFloat16}
+TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}
+
+
+def row_softmax(fd, x, w):
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+
+
+def layer_norm(fd, x, w):
+    mean = fd.ops.sum(x, dims=[1], keepdim=True) / 37.0
+    d = x - mean
+    var = fd.ops.sum(d * d, dims=[1], keepdim=True) / 37.0
+    fd.add_output(d * fd.ops.rsqrt(var + 1e-5) * fd.ops.broadcast(w, [True, False]))
+
+
+def two_outputs_of_one_input(fd, x, w):
+    fd.add_output(fd.ops.exp(x))
+    fd.add_output(fd.ops.sum(x, dims=[1]))
+
+
+def softmax_of_a_3d_array(fd, x, w):
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[2], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[2], keepdim=True))
+
+
+CASES = {
+    row_softmax: lambda rows: [(rows, 37)],
+    layer_norm: lambda rows: [(rows, 37), (37,)],
+    two_outputs_of_one_input: lambda rows: [(rows, 37)],
+    softmax_of_a_3d_array: lambda rows: [(rows, 3, 7)],
+}
+
+
+def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
+    with FusionDefinition(name=build.__name__) as fd:
+        x = fd.define_tensor([-1] * len(shapes[0]), dtype=dtype)
+        w = fd.define_tensor([-1], dtype=dtype) if len(shapes) > 1 else None
+        build(fd, x, w)
+    return fd
+
+
+def poisoned(fd, expected) -> list[np.ndarray]:
+    return [np.full(e.shape, np.nan, fd.outputs[i].dtype.numpy) for i, e in enumerate(expected)]
+
+
+def with_block_bytes(monkeypatch, block_bytes: int):
+    """Compile the kernels made inside with ``fuser-block-rows{block-bytes=...}``."""
+    pipeline = P.PIPELINES["fuser-cpu-pipeline"].replace("fuser-block-rows", f"fuser-block-rows{{block-bytes={block_bytes}}}")
+    monkeypatch.setitem(P.PIPELINES, "fuser-cpu-pipeline", pipeline)
+
+
+@pytest.mark.parametrize("block_bytes", BLOCK_BYTES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
+def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype, block_bytes, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE", "0")  # kernels of other block sizes must not reach the cache
+    rng = np.random.default_rng()
+    for rows in ROWS:
+        shapes = CASES[build](rows)
+        inputs = [rng.standard_normal(shape).astype(DTYPES[dtype].numpy) for shape in shapes]
+        entry = [np.copy(a) for a in inputs]
+        with monkeypatch.context() as m:
+            with_block_bytes(m, block_bytes)
+            fd = fusion(build, DTYPES[dtype], shapes)
+            expected = evaluate(fd, inputs)
+            got = fd.execute(inputs, outputs=poisoned(fd, expected))
+            assert "_rows" in fd.compile(inputs).program.llvm_dialect, "the segment was not blocked"
+        for g, want in zip(got, expected):
+            np.testing.assert_allclose(g.astype(np.float64), want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype], err_msg=f"{rows} rows")
+        for a, before in zip(inputs, entry):
+            np.testing.assert_array_equal(a, before)
+        with monkeypatch.context() as m:
+            with_block_bytes(m, 0)
+            whole = fusion(build, DTYPES[dtype], shapes)
+            unblocked = whole.execute(inputs, outputs=poisoned(whole, expected))
+            assert "_rows" not in whole.compile(inputs).program.llvm_dialect
+        for g, u in zip(got, unblocked):
+            np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
+
+
+@pytest.mark.parametrize("view", ["reversed rows", "every other column", "a reversed output"])
+def test_blocks_of_rows_read_and_write_strided_and_reversed_views(view, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with_block_bytes(monkeypatch, 1)
+    rng = np.random.default_rng()
+    base = rng.standard_normal((23, 74)).astype(np.float32)
+    x = {"reversed rows": base[::-1], "every other column": base[:, ::2], "a reversed output": base[:, :37]}[view]
+    w = rng.standard_normal(x.shape[1]).astype(np.float32)
+    entry = base.copy()
+    fd = fusion(layer_norm, DataType.Float, [x.shape, w.shape])
+    (expected,) = evaluate(fd, [x, w])
+    storage = np.full((x.shape[0] * 2, x.shape[1]), np.nan, np.float32)
+    out = storage[::-2] if view == "a reversed output" else storage[: x.shape[0]]
+    fd.execute([x, w], outputs=[out])
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(base, entry)
+    untouched = storage[0::2] if view == "a reversed output" else storage[x.shape[0] :]
+    assert np.isnan(untouched).all(), "rows outside the output view were written"
+
+
+def test_a_layer_norm_written_into_its_input_in_blocks(monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with_block_bytes(monkeypatch, 1)
+    rng = np.random.default_rng()
+    x, w = rng.standard_normal((23, 37)).astype(np.float32), rng.standard_normal(37).astype(np.float32)
+    with FusionDefinition(name="layer_norm_in_place") as fd:
+        tx = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        tw = fd.define_tensor([-1], dtype=DataType.Float)
+        mean = fd.ops.sum(tx, dims=[1], keepdim=True) / 37.0
+        d = tx - mean
+        var = fd.ops.sum(d * d, dims=[1], keepdim=True) / 37.0
+        fd.add_output(d * fd.ops.rsqrt(var + 1e-5) * fd.ops.broadcast(tw, [True, False]), tx)
+    (expected,) = evaluate(fd, [x, w])
+    w_entry = w.copy()
+    assert fd.execute([x, w]) == []
+    np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(w, w_entry)
+
+
+def test_nests_on_arrays_of_other_row_counts_run_whole(monkeypatch):
+    """A softmax of x and, in the same segment, y * 2 of another number of
+    rows: the split arguments disagree on their rows, so the body runs once
+    on the whole arrays."""
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with_block_bytes(monkeypatch, 1)
+    rng = np.random.default_rng()
+    with FusionDefinition(name="two_lengths") as fd:
+        tx = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        ty = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        row_softmax(fd, tx, None)
+        fd.add_output(ty * 2.0)
+    x, y = rng.standard_normal((23, 37)).astype(np.float32), rng.standard_normal((9, 37)).astype(np.float32)
+    compiled = fd.compile([x, y])
+    assert compiled.num_segments == 1 and "_rows" in compiled.program.llvm_dialect
+    expected = evaluate(fd, [x, y])
+    got = fd.execute([x, y], outputs=poisoned(fd, expected))
+    for g, want in zip(got, expected):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_segment_of_one_loop_nest_is_not_blocked(monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with FusionDefinition(name="one_nest") as fd:
+        tx = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(tx) * 2.0 + 1.0)
+    x = np.ones((4, 5), np.float32)
+    assert "_rows" not in fd.compile([x]).program.llvm_dialect

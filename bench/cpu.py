@@ -4,7 +4,8 @@
 
 Cases: a 6-op pointwise chain on 16M float32 elements, a row softmax of a
 4096x4096 float32 array, a softmax over its columns (3 segments, whose
-intermediates the plan keeps from call to call), and a column sum.
+intermediates the plan keeps from call to call), a layer norm over its rows
+and a column sum.
 Each is checked against a float64 NumPy reference first, then timed (median
 of --repeat runs after a warm-up) together with the NumPy expression of the
 same computation in the same process: fuser-mlir on one thread
@@ -16,7 +17,10 @@ them: where cutting a call into blocks starts to pay
 (``fuser_mlir.runtime.cpu.BLOCK_BYTES``). Then sums over dim 0 of 256 to
 16384 columns, float32 and bfloat16, and over dims 0 and 1 of a 3-D
 float32, as compiled and with ``fuser-unroll-jam-reductions{factor=1}`` (a
-row at a time), on one thread and on all. Prints tables and writes JSON.
+row at a time), on one thread and on all. Then the row softmax and the
+layer norm as compiled (``fuser-block-rows``: block by block of rows) and
+with ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole
+arrays), on one thread and on all. Prints tables and writes JSON.
 """
 
 from __future__ import annotations
@@ -79,6 +83,31 @@ def softmax(scale: int = 0):
 
 def column_softmax(scale: int = 0):
     return softmax_over(0, scale)
+
+
+def layer_norm(scale: int = 0):
+    """A layer norm over the rows of a 4096x4096 float32 array, with a weight
+    and a bias: one segment of three loop nests (mean, variance, result)."""
+    side = 4096 >> scale
+    with FusionDefinition(name="layer_norm") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        mean = fd.ops.sum(x, dims=[1], keepdim=True) / float(side)
+        d = x - mean
+        var = fd.ops.sum(d * d, dims=[1], keepdim=True) / float(side)
+        y = d * fd.ops.rsqrt(var + 1e-5)
+        fd.add_output(y * fd.ops.broadcast(w, [True, False]) + fd.ops.broadcast(b, [True, False]))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((side, side)).astype(np.float32)
+    w, b = rng.standard_normal(side).astype(np.float32), rng.standard_normal(side).astype(np.float32)
+
+    def numpy_version(x, w, b):
+        d = x - x.mean(axis=1, keepdims=True)
+        return d / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5) * w + b
+
+    ref = numpy_version(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64))
+    return f"layer norm ({side}x{side} f32)", fd, [x, w, b], numpy_version, ref, 2 * x.nbytes
 
 
 def column_sum(scale: int = 0):
@@ -145,17 +174,44 @@ def chain_sizes(threads: int, repeat: int, scale: int = 0) -> list[dict]:
 
 
 @contextlib.contextmanager
-def jam_factor(factor: int):
-    """Kernels compiled inside run ``fuser-unroll-jam-reductions`` with
-    ``factor`` (1: reductions one row at a time, as before the pass), and
-    stay out of the kernel cache."""
+def pass_option(name: str, option: str, value: int):
+    """Kernels compiled inside run pass ``name`` of ``fuser-cpu-pipeline``
+    with ``option=value``, and stay out of the kernel cache."""
     saved = PIPELINES["fuser-cpu-pipeline"]
-    PIPELINES["fuser-cpu-pipeline"] = saved.replace("fuser-unroll-jam-reductions", f"fuser-unroll-jam-reductions{{factor={factor}}}")
+    PIPELINES["fuser-cpu-pipeline"] = saved.replace(name, f"{name}{{{option}={value}}}")
     try:
         with environment("FUSER_CACHE", "0"):
             yield
     finally:
         PIPELINES["fuser-cpu-pipeline"] = saved
+
+
+def jam_factor(factor: int):
+    """``fuser-unroll-jam-reductions`` with ``factor`` (1: reductions one row
+    at a time, as before the pass)."""
+    return pass_option("fuser-unroll-jam-reductions", "factor", factor)
+
+
+def row_blocks(threads: int, repeat: int, scale: int = 0) -> list[dict]:
+    """The row softmax and the layer norm compiled as the pipeline has them
+    (``fuser-block-rows``: block by block of rows) and with
+    ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole
+    arrays), each on one thread and on ``threads``, into one output."""
+    rows = []
+    for case in (softmax, layer_norm):
+        name, _, inputs, _, ref, _ = case(scale)
+        row = {"case": name}
+        for label, block_bytes in (("blocked", None), ("whole", 0)):
+            with contextlib.nullcontext() if block_bytes is None else pass_option("fuser-block-rows", "block-bytes", block_bytes):
+                _, fd, _, _, _, _ = case(scale)
+                (out,) = fd.execute(inputs)
+            err = float(np.max(np.abs(out - ref)))
+            assert err < 1e-4 * max(1.0, float(np.max(np.abs(ref)))), f"{name}, {label}: max abs error {err}"
+            given = [np.empty_like(out)]
+            row[f"{label}_one_thread_ms"] = timed_on(1, lambda: fd.execute(inputs, outputs=given), repeat) * 1e3
+            row[f"{label}_ms"] = timed_on(threads, lambda: fd.execute(inputs, outputs=given), repeat) * 1e3
+        rows.append(row)
+    return rows
 
 
 def column_sums(threads: int, repeat: int, scale: int = 0) -> list[dict]:
@@ -198,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     threads = config.cpu_threads()
     rows = []
-    for case in (pointwise_chain, softmax, column_softmax, column_sum):
+    for case in (pointwise_chain, softmax, column_softmax, layer_norm, column_sum):
         name, fd, inputs, numpy_version, ref, model_bytes = case(args.scale)
         (out,) = fd.execute(inputs)
         err = float(np.max(np.abs(out - ref)))
@@ -240,11 +296,16 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['dtype']:<9} {'x'.join(map(str, r['shape'])):>14} {','.join(map(str, r['dims'])):>5} {r['jammed_one_thread_ms']:7.2f} {r['jammed_ms']:7.2f} "
             f"{r['row_by_row_one_thread_ms']:7.2f} {r['row_by_row_ms']:7.2f} {numpy_ms}"
         )
+    blocks = row_blocks(threads, args.repeat, args.scale)
+    print(f"\nblock by block of rows (fuser-block-rows) and whole (block-bytes=0), ms, 1 thread / {threads}")
+    print(f"{'case':<44} {'blocked':>15} {'whole':>15}")
+    for r in blocks:
+        print(f"{r['case']:<44} {r['blocked_one_thread_ms']:7.2f} {r['blocked_ms']:7.2f} {r['whole_one_thread_ms']:7.2f} {r['whole_ms']:7.2f}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads, "rows": rows, "chain_sizes": sizes,
-        "column_sums": sums,
+        "column_sums": sums, "row_blocks": blocks,
     }
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

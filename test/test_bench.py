@@ -198,13 +198,15 @@ def test_compile_time_compiles_each_case_both_ways_and_writes_json(tmp_path, cap
 def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_path, capsys):
     """bench/cpu.py at 4**4 times fewer elements: every case checked against
     its reference, timed on one thread and on FUSER_CPU_THREADS, the chain
-    by size, and the column sums jammed and row by row."""
+    by size, the column sums jammed and row by row, and the row softmax and
+    layer norm block by block of rows and whole."""
     bench = load("cpu")
     out = tmp_path / "cpu.json"
     bench.main(["--json", str(out), "--repeat", "1", "--scale", "4"])
     result = json.loads(out.read_text())
     assert [row["case"] for row in result["rows"]] == [
-        "pointwise chain (6 ops, 65536 f32)", "row softmax (256x256 f32)", "column softmax (256x256 f32, 3 segments)", "column sum (256x256 f32)",
+        "pointwise chain (6 ops, 65536 f32)", "row softmax (256x256 f32)", "column softmax (256x256 f32, 3 segments)", "layer norm (256x256 f32)",
+        "column sum (256x256 f32)",
     ]
     assert all(row["fuser_ms"] > 0 and row["fuser_one_thread_ms"] > 0 and row["numpy_ms"] > 0 for row in result["rows"])
     assert [row["elements"] for row in result["chain_sizes"]] == [64, 256, 1024, 4096, 16384, 65536]
@@ -213,5 +215,7 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     ] + [("Float", [64, 1, 1024], [0, 1])]
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["column_sums"] for label in ("jammed", "row_by_row") for threads in ("", "_one_thread"))
     assert all((row["numpy_ms"] is not None) == (row["dtype"] == "Float") for row in result["column_sums"])
+    assert [row["case"] for row in result["row_blocks"]] == ["row softmax (256x256 f32)", "layer norm (256x256 f32)"]
+    assert all(row[f"{label}{threads}_ms"] > 0 for row in result["row_blocks"] for label in ("blocked", "whole") for threads in ("", "_one_thread"))
     printed = capsys.readouterr().out
-    assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed
+    assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed and "block by block of rows" in printed

@@ -14,7 +14,7 @@ larger than the cache. A segment that splits
 split dims compute what one call on the whole arrays does) along dim 0 of
 every argument it splits, and in which some buffer is touched by two nests,
 becomes a loop over blocks of rows: its body moves into a private function
-``<name>_rows`` and the segment calls it once per block of at most
+``<name>_rows`` (marked ``fuser.row_block``) and the segment calls it once per block of at most
 ``block_bytes`` of its split arguments (at least one row), with views of
 those arguments cut to the block; other arguments are passed whole. Where
 the split arguments do not agree on their number of rows, the segment calls
@@ -60,6 +60,8 @@ from fuser_mlir.lowering.linalg import index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 NUM_INPUTS_ATTR = "fuser.num_inputs"
+#: Marks the function that runs one block of rows (``fuser-share-call-results`` works in those).
+ROW_BLOCK_ATTR = "fuser.row_block"
 
 #: Ops that touch buffers as a loop nest does (a fill writes its buffer once and is not counted).
 _NESTS = ("linalg.generic", "linalg.copy", "memref.copy")
@@ -159,6 +161,7 @@ def _body_function(function: ir.Operation, name: str) -> None:
     for attribute in (NUM_INPUTS_ATTR, "llvm.emit_c_interface"):
         if attribute in body.attributes:
             del body.attributes[attribute]
+    body.attributes[ROW_BLOCK_ATTR] = ir.UnitAttr.get()
 
 
 def _unique_name(module: ir.Operation, base: str) -> str:

@@ -6,7 +6,11 @@ of one row (``block-bytes=1``) and of a few rows, on row counts that leave a
 short last block, against the float64 reference (outputs poisoned with NaN,
 inputs checked unchanged), and is the same to the bit as the pipeline's
 without the pass (``block-bytes=0``): blocking changes which rows a call
-sees, never the arithmetic of an element.
+sees, never the arithmetic of an element. In a block, a softmax computes
+``exp`` once an element (``fuser-share-call-results``) rather than twice;
+there ``exp`` runs in the sum's loop, where libm may take its scalar variant
+for other elements than in the quotient's loop, so the results are within 8
+units in the last place of the unblocked ones.
 """
 
 from __future__ import annotations
@@ -54,6 +58,18 @@ CASES = {
 }
 
 
+#: The cases whose blocks compute exp once an element (fuser-share-call-results).
+SHARED_EXP = (row_softmax, softmax_of_a_3d_array)
+
+
+def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
+    """The most units in the last place between elements of two float arrays
+    of one dtype (16 or 32 bits) whose elements have the same signs."""
+    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
+    assert (np.signbit(a.astype(np.float32)) == np.signbit(b.astype(np.float32))).all()
+    return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
+
+
 def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
     with FusionDefinition(name=build.__name__) as fd:
         x = fd.define_tensor([-1] * len(shapes[0]), dtype=dtype)
@@ -87,7 +103,8 @@ def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype,
             fd = fusion(build, DTYPES[dtype], shapes)
             expected = evaluate(fd, inputs)
             got = fd.execute(inputs, outputs=poisoned(fd, expected))
-            assert "_rows" in fd.compile(inputs).program.llvm_dialect, "the segment was not blocked"
+            blocked = fd.compile(inputs).program.llvm_dialect
+            assert "_rows" in blocked, "the segment was not blocked"
         for g, want in zip(got, expected):
             np.testing.assert_allclose(g.astype(np.float64), want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype], err_msg=f"{rows} rows")
         for a, before in zip(inputs, entry):
@@ -96,9 +113,15 @@ def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype,
             with_block_bytes(m, 0)
             whole = fusion(build, DTYPES[dtype], shapes)
             unblocked = whole.execute(inputs, outputs=poisoned(whole, expected))
-            assert "_rows" not in whole.compile(inputs).program.llvm_dialect
+            unblocked_code = whole.compile(inputs).program.llvm_dialect
+            assert "_rows" not in unblocked_code
+        if build in SHARED_EXP:  # fuser-share-call-results: exp once an element, not twice
+            assert (blocked.count("llvm.call @expf"), unblocked_code.count("llvm.call @expf")) == (1, 2)
         for g, u in zip(got, unblocked):
-            np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
+            if build in SHARED_EXP:  # exp now runs in another loop, where libm may take its scalar variant for an element
+                assert ulps_apart(g, u) <= 8, f"{rows} rows: {ulps_apart(g, u)} units in the last place apart"
+            else:
+                np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
 
 
 @pytest.mark.parametrize("view", ["reversed rows", "every other column", "a reversed output"])

@@ -1,0 +1,302 @@
+"""Compute once a function call that two loop nests of a block of rows both compute.
+
+Preconditions: linalg on memrefs, in the functions ``fuser-block-rows`` made
+(attribute ``fuser.row_block``: one block of rows of a segment, whose
+buffers fit the cache); other functions are left alone. Function calls in
+generic bodies are libm calls declared ``llvm.readnone``
+(``fuser-lower-to-cpu``), as ``fuser-erase-dead-generics`` also assumes.
+
+Effect: the CPU lowering recomputes a reduction's producers in the reduction
+and in every later consumer, so that linalg fusion never writes them to a
+full-size buffer: a row softmax computes ``exp(x - max)`` in the nest that
+sums it and again in the nest that divides it by the sum. Where a later
+all-parallel generic ``B`` computes a value with a function call that an
+earlier generic ``A`` over the same loops computes from the same inputs
+through the same indexing maps (which name every loop between them), and
+nothing from ``A`` up to ``B`` writes those inputs, ``A`` also writes the
+value into a new buffer of the loops' sizes, one element an iteration, and
+``B`` reads it from there instead of computing it. The buffer holds one
+block's rows, so ``B`` reads it from the cache. ``A`` and every op between
+``A`` and ``B`` may write only buffers the function allocates (never an
+argument, which may alias an input), and ``A`` is not one that
+``fuser-unroll-jam-reductions`` would jam (its new output would stop the
+jam). Each element is computed by the same operations as before, but the
+call now runs in ``A``'s loop: LLVM vectorises the two loops apart, and a
+libm function may take its vector or its scalar variant for a given element
+depending on the loop (README, "How a fusion runs on the CPU"), so a result
+may differ from the unshared one in the last place. A softmax's sum and
+quotients now see the same ``exp`` values.
+
+    // A: the row sum of exp(x - max); B: exp(x - max) / sum
+    linalg.generic {iterators = [parallel, reduction]} ins(%x, %max) outs(%sum) {
+      %e = func.call @expf(%x - %max); yield %acc + %e }
+    linalg.generic {iterators = [parallel, parallel]} ins(%x, %max, %sum) outs(%out) {
+      %e = func.call @expf(%x - %max); yield %e / %sum }
+    ==>
+    %t = memref.alloc(%rows, %cols) : memref<?x?xf32>
+    linalg.generic {...} ins(%x, %max) outs(%sum, %t) {   // %t: (d0, d1) -> (d0, d1)
+      %e = func.call @expf(%x - %max); yield %acc + %e, %e }
+    linalg.generic {...} ins(%x, %max, %sum, %t) outs(%out) { yield %t_elem / %sum }
+    memref.dealloc %t
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fuser_mlir._mlir import ir, linalg, memref
+from fuser_mlir.lowering.gpu_schedule import Generic
+from fuser_mlir.lowering.linalg import index_constant
+from fuser_mlir.passes.base import FuserPass
+from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
+from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
+
+#: Top-level ops between the two generics that write no buffer.
+_NO_WRITES = ("memref.alloc", "memref.dim", "memref.dealloc")
+
+
+@dataclass
+class _Leaf:
+    """An input of a generic as a shared value reads it: the buffer (or
+    scalar) and its indexing map."""
+
+    operand: ir.Value
+    amap: ir.AffineMap
+
+
+def _attributes(op: ir.Operation) -> tuple:
+    return tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+
+
+def _keys(g: Generic) -> tuple[dict, dict]:
+    """For each value of ``g``'s body computed from its inputs only (not from
+    its outputs' elements), a key that is equal for values computed by the
+    same ops from the same inputs through the same maps; and each key's
+    leaves (:class:`_Leaf`)."""
+    count = len(g.inputs)
+    keys, leaves = {}, {}
+    for arg, operand, amap in zip(list(g.body.arguments)[:count], g.inputs, g.maps):
+        keys[arg] = ("input", operand, str(amap))
+        leaves[keys[arg]] = [_Leaf(operand, amap)]
+    inside = {r for op in g.body.operations for r in op.results} | set(g.body.arguments)
+    for op in list(g.body.operations)[:-1]:
+        if len(op.results) != 1 or op.regions:
+            continue
+        operand_keys, found = [], []
+        for v in op.operands:
+            if v in keys:
+                operand_keys.append(keys[v])
+                found += leaves[keys[v]]
+            elif v not in inside:
+                operand_keys.append(("outside", v))
+            else:
+                break  # reads an output's element, or a value with no key
+        else:
+            key = (op.name, _attributes(op), tuple(operand_keys))
+            keys[op.results[0]] = key
+            leaves[key] = found
+    return keys, leaves
+
+
+def _has_call(value: ir.Value) -> bool:
+    """Whether ``value`` is computed with a function call (it, or a value it
+    is computed from, in the same body)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    if owner.name == "func.call":
+        return True
+    return any(_has_call(v) for v in owner.operands)
+
+
+def _shared(a: Generic, b: Generic) -> list[tuple]:
+    """What ``b`` may read from ``a``: (the value in ``a``, the value in
+    ``b``, their leaves) for each value of ``b`` computed with a call that
+    ``a`` computes the same way, whose maps name every loop, and that some
+    op of ``b`` uses which ``a`` does not compute the same way (the yield,
+    say): the largest such values, not the ones inside them."""
+    a_keys, leaves = _keys(a)
+    by_key = {key: value for value, key in a_keys.items()}
+    b_keys, _ = _keys(b)
+
+    def in_a(value: ir.Value) -> bool:
+        return value in b_keys and b_keys[value] in by_key
+
+    pairs = []
+    for value, key in b_keys.items():
+        if not in_a(value) or isinstance(value.owner, ir.Block) or not _has_call(value):
+            continue
+        if all(len(use.owner.results) == 1 and in_a(use.owner.results[0]) for use in value.uses):
+            continue  # only used inside a larger shared value
+        if _covers_every_loop(leaves[key], len(a.iterators)):
+            pairs.append((by_key[key], value, leaves[key]))
+    return pairs
+
+
+def _covers_every_loop(leaves: list[_Leaf], loops: int) -> bool:
+    """Whether the maps of ``leaves`` name every loop (so that they fix the
+    loops' sizes: the two generics run over the same iterations)."""
+    named = set()
+    for leaf in leaves:
+        for expr in leaf.amap.results:
+            if isinstance(expr, ir.AffineDimExpr):
+                named.add(ir.AffineDimExpr(expr).position)
+    return named == set(range(loops))
+
+
+def _allocated(value: ir.Value) -> bool:
+    """Whether ``value`` is a buffer the function allocates."""
+    return not isinstance(value.owner, ir.Block) and value.owner.name == "memref.alloc"
+
+
+def _writes(op: ir.Operation) -> list[ir.Value] | None:
+    """The buffers a top-level op writes; None for an op this pass does not know."""
+    if op.name == "linalg.generic":
+        return Generic.of(op).outputs
+    if op.name in ("linalg.fill", "linalg.copy"):
+        return [op.operands[-1]]
+    if op.name == "memref.copy":
+        return [op.operands[1]]
+    if op.name in _NO_WRITES or op.name.startswith("arith."):
+        return []
+    return None
+
+
+def _unwritten(between: list[ir.Operation], read: set) -> bool:
+    """Whether ``between`` write only allocated buffers, none in ``read``."""
+    for op in between:
+        written = _writes(op)
+        if written is None or any(not _allocated(w) or w in read for w in written):
+            return False
+    return True
+
+
+def _clone(ops: list[ir.Operation], local: dict) -> None:
+    """Clone ``ops`` at the insertion point, operands mapped through ``local``,
+    which learns their results."""
+    for op in ops:
+        clone = op.clone()
+        for i, v in enumerate(op.operands):
+            if v in local:
+                clone.operands[i] = local[v]
+        local.update(zip(op.results, clone.results))
+
+
+def _generic(inputs: list[ir.Value], outputs: list[ir.Value], maps: list[ir.AffineMap], iterators: ir.Attribute, types: list[ir.Type]) -> tuple[ir.Operation, ir.Block]:
+    """An empty-bodied ``linalg.generic`` at the insertion point, and its body block."""
+    maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+    op = linalg.GenericOp([], inputs, outputs, maps_attr, iterators)
+    return op.operation, op.regions[0].blocks.append(*types)
+
+
+def _alloc(element: ir.Type, leaves: list[_Leaf], loops: int) -> ir.Value:
+    """A ``memref.alloc`` of ``element``s with one dim a loop, each sized as
+    the first of ``leaves`` whose map names the loop."""
+    shape, dynamic = [], []
+    for loop in range(loops):
+        leaf, position = next((leaf, p) for leaf in leaves for p, e in enumerate(leaf.amap.results) if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop)
+        size = ir.MemRefType(leaf.operand.type).shape[position]
+        shape.append(size)
+        if ir.ShapedType.is_dynamic_size(size):
+            dynamic.append(memref.DimOp(leaf.operand, index_constant(position)).result)
+    return memref.AllocOp(ir.MemRefType.get(shape, element), dynamic, []).result
+
+
+def share(a: Generic, b: Generic, pairs: list) -> None:
+    """Rewrite ``a`` and ``b`` so that ``a`` writes each shared value to a new
+    buffer and ``b`` reads it (module docstring)."""
+    loops = len(a.iterators)
+    identity = ir.AffineMap.get_identity(loops)
+    with ir.InsertionPoint(a.op), a.op.location:
+        buffers = [_alloc(va.type, leaves, loops) for va, _, leaves in pairs]
+        types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
+        new_a, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
+        with ir.InsertionPoint(block):
+            local = dict(zip(a.body.arguments, block.arguments))
+            ops = list(a.body.operations)
+            _clone(ops[:-1], local)
+            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
+    ops = list(b.body.operations)
+    live = _live(ops, {vb for _, vb, _ in pairs})
+    used = {v for op in live + ops[-1:] for v in op.operands}
+    count = len(b.inputs)
+    kept = [k for k, arg in enumerate(list(b.body.arguments)[:count]) if arg in used]  # inputs still read
+    with ir.InsertionPoint(b.op), b.op.location:
+        args = list(b.body.arguments)
+        types = [args[k].type for k in kept] + [vb.type for _, vb, _ in pairs] + [a.type for a in args[count:]]
+        maps = [b.maps[k] for k in kept] + [identity] * len(buffers) + b.maps[count:]
+        new_b, block = _generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
+        with ir.InsertionPoint(block):
+            new_args = list(block.arguments)
+            local = {args[k]: new_args[n] for n, k in enumerate(kept)}
+            local.update((vb, new_args[len(kept) + n]) for n, (_, vb, _) in enumerate(pairs))
+            local.update(zip(args[count:], new_args[len(kept) + len(buffers) :]))
+            _clone(live, local)
+            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands])
+    with ir.InsertionPoint.after(new_b), b.op.location:
+        for buffer in buffers:
+            memref.DeallocOp(buffer)
+    a.op.erase()
+    b.op.erase()
+
+
+def _live(ops: list[ir.Operation], replaced: set) -> list[ir.Operation]:
+    """The ops of a body (``ops``, its yield last) that its yield still needs
+    once the values ``replaced`` come from elsewhere, in order."""
+    needed = set(ops[-1].operands)
+    live = []
+    for op in reversed(ops[:-1]):
+        if any(r in needed and r not in replaced for r in op.results):
+            live.append(op)
+            needed.update(op.operands)
+    return live[::-1]
+
+
+def _candidate(ops: list[ir.Operation]) -> tuple | None:
+    """The first (A, B, pairs) of the function's top-level ``ops`` this pass
+    may rewrite; None when there is none."""
+    for j, later in enumerate(ops):
+        if later.name != "linalg.generic":
+            continue
+        b = Generic.of(later)
+        if b.reduction or not b.outputs:
+            continue
+        for i in range(j - 1, -1, -1):
+            if ops[i].name != "linalg.generic":
+                continue
+            a = Generic.of(ops[i])
+            if len(a.iterators) != len(b.iterators) or not a.outputs or not all(_allocated(o) for o in a.outputs) or reduced_loop(a) is not None:
+                continue
+            pairs = _shared(a, b)
+            if not pairs:
+                continue
+            read = {leaf.operand for _, _, leaves in pairs for leaf in leaves}
+            if not read.isdisjoint(a.outputs) or not _unwritten(ops[i + 1 : j], read):
+                continue
+            return a, b, pairs
+    return None
+
+
+def share_call_results(function: ir.Operation) -> int:
+    """Rewrite every pair of generics of ``function`` that fits (module
+    docstring); how many were rewritten."""
+    rewritten = 0
+    while True:
+        ops = [op.operation for op in function.regions[0].blocks[0].operations]
+        found = _candidate(ops)
+        if found is None:
+            return rewritten
+        share(*found)
+        rewritten += 1
+
+
+@dataclass
+class ShareCallResultsPass(FuserPass):
+    NAME = "fuser-share-call-results"
+    SUMMARY = "Compute once a function call that two loop nests of a block of rows both compute."
+
+    def run(self, module: ir.Operation) -> None:
+        for function in module.regions[0].blocks[0].operations:
+            function = function.operation
+            if function.name == "func.func" and ROW_BLOCK_ATTR in function.attributes and function.regions[0].blocks:
+                share_call_results(function)

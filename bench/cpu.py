@@ -18,9 +18,10 @@ them: where cutting a call into blocks starts to pay
 16384 columns, float32 and bfloat16, and over dims 0 and 1 of a 3-D
 float32, as compiled and with ``fuser-unroll-jam-reductions{factor=1}`` (a
 row at a time), on one thread and on all. Then the row softmax and the
-layer norm as compiled (``fuser-block-rows``: block by block of rows) and
-with ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole
-arrays), on one thread and on all. Prints tables and writes JSON.
+layer norm as compiled (``fuser-block-rows``: block by block of rows),
+without ``fuser-share-call-results`` and with
+``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole arrays),
+on one thread and on all. Prints tables and writes JSON.
 """
 
 from __future__ import annotations
@@ -174,16 +175,23 @@ def chain_sizes(threads: int, repeat: int, scale: int = 0) -> list[dict]:
 
 
 @contextlib.contextmanager
-def pass_option(name: str, option: str, value: int):
-    """Kernels compiled inside run pass ``name`` of ``fuser-cpu-pipeline``
-    with ``option=value``, and stay out of the kernel cache."""
+def pipeline_edit(old: str, new: str):
+    """Kernels compiled inside run ``fuser-cpu-pipeline`` with ``old``
+    replaced by ``new``, and stay out of the kernel cache."""
     saved = PIPELINES["fuser-cpu-pipeline"]
-    PIPELINES["fuser-cpu-pipeline"] = saved.replace(name, f"{name}{{{option}={value}}}")
+    assert old in saved, f"fuser-cpu-pipeline has no {old!r}"
+    PIPELINES["fuser-cpu-pipeline"] = saved.replace(old, new)
     try:
         with environment("FUSER_CACHE", "0"):
             yield
     finally:
         PIPELINES["fuser-cpu-pipeline"] = saved
+
+
+def pass_option(name: str, option: str, value: int):
+    """Kernels compiled inside run pass ``name`` of ``fuser-cpu-pipeline``
+    with ``option=value``."""
+    return pipeline_edit(name, f"{name}{{{option}={value}}}")
 
 
 def jam_factor(factor: int):
@@ -192,18 +200,27 @@ def jam_factor(factor: int):
     return pass_option("fuser-unroll-jam-reductions", "factor", factor)
 
 
+#: How ``row_blocks`` compiles each variant: as the pipeline has it; without
+#: ``fuser-share-call-results`` (a softmax's exp twice an element); and with
+#: ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole arrays).
+ROW_BLOCK_VARIANTS = {
+    "blocked": contextlib.nullcontext,
+    "unshared": lambda: pipeline_edit("fuser-share-call-results, ", ""),
+    "whole": lambda: pass_option("fuser-block-rows", "block-bytes", 0),
+}
+
+
 def row_blocks(threads: int, repeat: int, scale: int = 0) -> list[dict]:
-    """The row softmax and the layer norm compiled as the pipeline has them
-    (``fuser-block-rows``: block by block of rows) and with
-    ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole
-    arrays), each on one thread and on ``threads``, into one output."""
+    """The row softmax and the layer norm compiled each way of
+    :data:`ROW_BLOCK_VARIANTS`, each on one thread and on ``threads``, into
+    one output."""
     rows = []
     for case in (softmax, layer_norm):
         name, _, inputs, _, ref, _ = case(scale)
         row = {"case": name}
-        for label, block_bytes in (("blocked", None), ("whole", 0)):
+        for label, variant in ROW_BLOCK_VARIANTS.items():
             given = [np.full(ref.shape, np.nan, np.float32)]
-            with contextlib.nullcontext() if block_bytes is None else pass_option("fuser-block-rows", "block-bytes", block_bytes):
+            with variant():
                 _, fd, _, _, _, _ = case(scale)
                 fd.execute(inputs, outputs=given)  # compiled here for the calls timed below
             err = float(np.max(np.abs(given[0] - ref)))
@@ -297,10 +314,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['row_by_row_one_thread_ms']:7.2f} {r['row_by_row_ms']:7.2f} {numpy_ms}"
         )
     blocks = row_blocks(threads, args.repeat, args.scale)
-    print(f"\nblock by block of rows (fuser-block-rows) and whole (block-bytes=0), ms, 1 thread / {threads}")
-    print(f"{'case':<44} {'blocked':>15} {'whole':>15}")
+    print(f"\nblock by block of rows (fuser-block-rows), without fuser-share-call-results, and whole (block-bytes=0), ms, 1 thread / {threads}")
+    print(f"{'case':<44} " + " ".join(f"{label:>15}" for label in ROW_BLOCK_VARIANTS))
     for r in blocks:
-        print(f"{r['case']:<44} {r['blocked_one_thread_ms']:7.2f} {r['blocked_ms']:7.2f} {r['whole_one_thread_ms']:7.2f} {r['whole_ms']:7.2f}")
+        print(f"{r['case']:<44} " + " ".join(f"{r[f'{label}_one_thread_ms']:7.2f} {r[f'{label}_ms']:7.2f}" for label in ROW_BLOCK_VARIANTS))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {

@@ -191,3 +191,37 @@ def test_a_segment_of_one_loop_nest_is_not_blocked(monkeypatch):
         fd.add_output(fd.ops.exp(tx) * 2.0 + 1.0)
     x = np.ones((4, 5), np.float32)
     assert "_rows" not in fd.compile([x]).program.llvm_dialect
+
+
+def test_a_softmax_on_two_threads_runs_blocks_of_rows_in_each(monkeypatch):
+    """At the pipeline's block size: a call large enough to run on two
+    threads (fuser_mlir.runtime.cpu.BLOCK_BYTES a thread at least), each
+    thread's rows in several blocks, the last one short."""
+    monkeypatch.setenv("FUSER_CPU_THREADS", "2")
+    rng = np.random.default_rng()
+    x = rng.standard_normal((1023, 701)).astype(np.float32)  # 2.9 MB in, as much out: about 6 blocks a thread
+    fd = fusion(row_softmax, DataType.Float, [x.shape])
+    entry = x.copy()
+    (expected,) = evaluate(fd, [x])
+    (got,) = fd.execute([x], outputs=poisoned(fd, [expected]))
+    compiled = fd.compile([x])
+    assert compiled.program.kernels[f"{fd.name}_seg0"].split == (0, 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(x, entry)
+
+
+def test_a_softmax_written_into_its_input_in_blocks(monkeypatch):
+    """The quotients read exp from the sum's buffer, then overwrite the input
+    the sum read, block by block."""
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with_block_bytes(monkeypatch, 1000)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((23, 37)).astype(np.float32)
+    with FusionDefinition(name="softmax_in_place") as fd:
+        tx = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(tx - fd.ops.max(tx, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True), tx)
+    (expected,) = evaluate(fd, [x])
+    assert fd.compile([x]).program.llvm_dialect.count("llvm.call @expf") == 1
+    assert fd.execute([x]) == []
+    np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-7)

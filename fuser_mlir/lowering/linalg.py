@@ -23,9 +23,10 @@ The element computations come from :mod:`fuser_mlir.lowering.scalar`.
 Result sizes that are dynamic are taken with ``tensor.dim`` from an operand
 that has the same size in that dim.
 
-:func:`view_along` cuts a strided view out of a memref along one dim, for
-the passes that rewrite linalg on memrefs (``fuser-unroll-jam-reductions``,
-``fuser-block-rows``).
+:func:`view_along` cuts a strided view out of a memref along one dim, and
+:func:`clone_ops` copies a generic's body ops, for the passes that rewrite
+linalg on memrefs (``fuser-unroll-jam-reductions``, ``fuser-block-rows``,
+``fuser-share-call-results``).
 
 Booleans are stored as ``i8`` (0 or 1, like NumPy's ``bool``): every lowered
 tensor of ``i1`` values has the *storage type* ``tensor<...xi8>``, and generic
@@ -111,6 +112,18 @@ def view_along(
         layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * rank)
         view_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, source_type.element_type, layout, source_type.memory_space)
         return memref.subview(source, offsets, sizes, strides, result_type=view_type)
+
+
+def clone_ops(ops: Sequence[ir.Operation], local: dict) -> None:
+    """Clone ``ops`` at the insertion point, their operands mapped through
+    ``local`` (value -> value), which learns their results (for the passes
+    that rebuild generic bodies)."""
+    for op in ops:
+        clone = op.clone()
+        for i, v in enumerate(op.operands):
+            if v in local:
+                clone.operands[i] = local[v]
+        local.update(zip(op.results, clone.results))
 
 
 def empty(result_type: ir.RankedTensorType, sizes: Sequence[ir.Value], *, loc=None, ip=None) -> ir.Value:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
-from fuser_mlir.lowering.linalg import index_constant
+from fuser_mlir.lowering.linalg import clone_ops, index_constant
 from fuser_mlir.passes.base import FuserPass
 from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
 from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
@@ -171,17 +171,6 @@ def _unwritten(between: list[ir.Operation], read: set) -> bool:
     return True
 
 
-def _clone(ops: list[ir.Operation], local: dict) -> None:
-    """Clone ``ops`` at the insertion point, operands mapped through ``local``,
-    which learns their results."""
-    for op in ops:
-        clone = op.clone()
-        for i, v in enumerate(op.operands):
-            if v in local:
-                clone.operands[i] = local[v]
-        local.update(zip(op.results, clone.results))
-
-
 def _generic(inputs: list[ir.Value], outputs: list[ir.Value], maps: list[ir.AffineMap], iterators: ir.Attribute, types: list[ir.Type]) -> tuple[ir.Operation, ir.Block]:
     """An empty-bodied ``linalg.generic`` at the insertion point, and its body block."""
     maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
@@ -214,7 +203,7 @@ def share(a: Generic, b: Generic, pairs: list) -> None:
         with ir.InsertionPoint(block):
             local = dict(zip(a.body.arguments, block.arguments))
             ops = list(a.body.operations)
-            _clone(ops[:-1], local)
+            clone_ops(ops[:-1], local)
             linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
     ops = list(b.body.operations)
     live = _live(ops, {vb for _, vb, _ in pairs})
@@ -231,7 +220,7 @@ def share(a: Generic, b: Generic, pairs: list) -> None:
             local = {args[k]: new_args[n] for n, k in enumerate(kept)}
             local.update((vb, new_args[len(kept) + n]) for n, (_, vb, _) in enumerate(pairs))
             local.update(zip(args[count:], new_args[len(kept) + len(buffers) :]))
-            _clone(live, local)
+            clone_ops(live, local)
             linalg.YieldOp([local.get(v, v) for v in ops[-1].operands])
     with ir.InsertionPoint.after(new_b), b.op.location:
         for buffer in buffers:

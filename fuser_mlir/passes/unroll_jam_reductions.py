@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
-from fuser_mlir.lowering.linalg import index_constant, view_along
+from fuser_mlir.lowering.linalg import clone_ops, index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 
@@ -114,17 +114,6 @@ def reduced_loop(g: Generic) -> list[int | None] | None:
     return positions
 
 
-def _copy_ops(ops: list[ir.Operation], local: dict) -> None:
-    """Clone ``ops`` at the insertion point, their operands mapped through
-    ``local``, which learns their results."""
-    for op in ops:
-        clone = op.clone()
-        for i, v in enumerate(op.operands):
-            if v in local:
-                clone.operands[i] = local[v]
-        local.update(zip(op.results, clone.results))
-
-
 def _combined(combine: ir.Operation, accumulator: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
     """A clone of ``combine`` (``acc op value``, either way round) applied to
     ``x`` in the accumulator's place and ``y`` in the value's."""
@@ -144,7 +133,7 @@ def _chained_body(g: Generic, block: ir.Block, copies: int) -> None:
     accumulators = list(block.arguments[copies * count :])
     for k in range(copies):
         local = dict(zip(body.arguments, [*block.arguments[k * count : (k + 1) * count], *accumulators]))
-        _copy_ops(ops[:-1], local)
+        clone_ops(ops[:-1], local)
         accumulators = [local.get(v, v) for v in ops[-1].operands]
     linalg.YieldOp(accumulators)
 
@@ -162,7 +151,7 @@ def _tree_body(g: Generic, block: ir.Block, copies: int) -> None:
     values = []  # each copy's values, one per output
     for k in range(copies):
         local = dict(zip(body.arguments[:count], block.arguments[k * count : (k + 1) * count]))
-        _copy_ops([op for op in ops[:-1] if op not in combines], local)
+        clone_ops([op for op in ops[:-1] if op not in combines], local)
         values.append([local.get(v, v) for c, acc in zip(combines, outputs) for v in c.operands if v != acc])
     while len(values) > 1:
         pairs = [[_combined(c, acc, x, y) for c, acc, x, y in zip(combines, outputs, values[i], values[i + 1])] for i in range(0, len(values) - 1, 2)]

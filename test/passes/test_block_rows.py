@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pass_cases import fusion, poisoned
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
@@ -68,18 +69,6 @@ def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
     ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
     assert (np.signbit(a.astype(np.float32)) == np.signbit(b.astype(np.float32))).all()
     return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
-
-
-def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
-    with FusionDefinition(name=build.__name__) as fd:
-        x = fd.define_tensor([-1] * len(shapes[0]), dtype=dtype)
-        w = fd.define_tensor([-1], dtype=dtype) if len(shapes) > 1 else None
-        build(fd, x, w)
-    return fd
-
-
-def poisoned(fd, expected) -> list[np.ndarray]:
-    return [np.full(e.shape, np.nan, fd.outputs[i].dtype.numpy) for i, e in enumerate(expected)]
 
 
 def with_block_bytes(monkeypatch, block_bytes: int):

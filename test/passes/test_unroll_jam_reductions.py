@@ -17,9 +17,10 @@ import re
 
 import numpy as np
 import pytest
+from pass_cases import fusion, poisoned
 from reference import evaluate
 
-from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir import DataType
 from fuser_mlir import pipeline as P
 from fuser_mlir._mlir import ir
 from fuser_mlir.compiler import compile_fusion
@@ -63,14 +64,6 @@ CASES = {
 }
 
 
-def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
-    with FusionDefinition(name=build.__name__) as fd:
-        x = fd.define_tensor([-1] * len(shapes[0]), dtype=dtype)
-        w = fd.define_tensor([-1], dtype=dtype) if len(shapes) > 1 else None
-        build(fd, x, w)
-    return fd
-
-
 def random_inputs(dtype: DataType, shapes, rng) -> list[np.ndarray]:
     if dtype.is_int:
         return [rng.integers(-50, 50, shape).astype(dtype.numpy) for shape in shapes]
@@ -78,8 +71,7 @@ def random_inputs(dtype: DataType, shapes, rng) -> list[np.ndarray]:
 
 
 def run(fd, inputs, expected) -> list[np.ndarray]:
-    outputs = [np.full(e.shape, 0 if np.issubdtype(fd.outputs[i].dtype.numpy, np.integer) else np.nan, fd.outputs[i].dtype.numpy) for i, e in enumerate(expected)]
-    return fd.execute(inputs, outputs=outputs)
+    return fd.execute(inputs, outputs=poisoned(fd, expected))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

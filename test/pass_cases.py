@@ -1,0 +1,31 @@
+"""Fusions for the tests of the CPU pipeline's passes (test/passes/).
+
+A case is a function ``build(fd, x, w)`` that adds ops and outputs to ``fd``
+from an input ``x`` and, where the case has a second shape, a 1-D weight
+``w`` (else None); :func:`fusion` defines the inputs for the given shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fuser_mlir import DataType, FusionDefinition
+
+
+def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
+    """``build``'s fusion on an input of ``len(shapes[0])`` dims of ``dtype``
+    and, where ``shapes`` has a second shape, a 1-D weight of it."""
+    with FusionDefinition(name=build.__name__) as fd:
+        x = fd.define_tensor([-1] * len(shapes[0]), dtype=dtype)
+        w = fd.define_tensor([-1], dtype=dtype) if len(shapes) > 1 else None
+        build(fd, x, w)
+    return fd
+
+
+def poisoned(fd: FusionDefinition, expected) -> list[np.ndarray]:
+    """Outputs for ``fd`` of the shapes of ``expected``: NaN, or 0 for integers."""
+    outputs = []
+    for i, e in enumerate(expected):
+        dtype = fd.outputs[i].dtype.numpy
+        outputs.append(np.full(e.shape, 0 if np.issubdtype(dtype, np.integer) else np.nan, dtype))
+    return outputs

@@ -29,3 +29,20 @@ def poisoned(fd: FusionDefinition, expected) -> list[np.ndarray]:
         dtype = fd.outputs[i].dtype.numpy
         outputs.append(np.full(e.shape, 0 if np.issubdtype(dtype, np.integer) else np.nan, dtype))
     return outputs
+
+
+def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
+    """The most units in the last place between elements of two float arrays
+    of one dtype (16 or 32 bits) whose elements have the same signs."""
+    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
+    assert (np.signbit(a.astype(np.float32)) == np.signbit(b.astype(np.float32))).all()
+    return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
+
+
+def pipeline_without(monkeypatch, name: str) -> None:
+    """Compile the CPU kernels made from here on without pass ``name``."""
+    from fuser_mlir import pipeline as P
+
+    text = P.PIPELINES["fuser-cpu-pipeline"]
+    assert f"{name}, " in text
+    monkeypatch.setitem(P.PIPELINES, "fuser-cpu-pipeline", text.replace(f"{name}, ", ""))

@@ -36,10 +36,12 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   erase (their bodies call libm), so that nothing after it counts them as
   loop nests; ``fuser-block-rows`` then runs a segment whose loop nests
   share a buffer (a row softmax, a layer norm) block by block of rows, so
-  that the later nests find the rows in cache; in a block,
-  ``fuser-share-call-results`` keeps a libm call's results that two nests
-  compute (a softmax's ``exp``, in the sum and in the quotients) in a
-  buffer of the block's size, so that it runs once an element.
+  that the later nests find the rows in cache; ``fuser-share-call-results``
+  then has a libm call that two nests compute run once an element: a
+  later nest reads the values an earlier one stored (a softmax over
+  columns sums the ``exp`` values its middle segment stores) or, in a
+  block, kept in a buffer of the block's size (a row softmax's quotients
+  read the sum's ``exp`` values).
 - ``convert-math-to-llvm{approximate-log1p=false}`` keeps ``log1p`` for libm
   (the approximation loses precision near 0); ``convert-math-to-libm`` takes
   what has no LLVM intrinsic (``erf``, ``expm1``, ...). The JIT resolves libm

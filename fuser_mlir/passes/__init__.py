@@ -35,7 +35,7 @@ _ENTRIES = [
     PassEntry("fuser-lower-to-cpu", "Lower segment functions to linalg on tensors over strided memref arguments."),
     PassEntry("fuser-erase-dead-generics", "Erase linalg generics on memrefs that have no outputs and whose bodies have no side effects."),
     PassEntry("fuser-block-rows", "Run the loop nests of a segment block by block of rows, so that nests sharing data find it in cache."),
-    PassEntry("fuser-share-call-results", "Compute once a function call that two loop nests of a block of rows both compute."),
+    PassEntry("fuser-share-call-results", "Compute once a function call that two loop nests of a segment both compute."),
     PassEntry("fuser-unroll-jam-reductions", "Unroll and jam the reduction loop of linalg generics whose inner loops are parallel."),
     PassEntry("fuser-lower-to-gpu", "Schedule every segment function into gpu.func kernels in one gpu.module."),
 ]

@@ -1,33 +1,49 @@
-"""Compute once a function call that two loop nests of a block of rows both compute.
+"""Compute once a function call that two loop nests of a segment both compute.
 
-Preconditions: linalg on memrefs, in the functions ``fuser-block-rows`` made
-(attribute ``fuser.row_block``: one block of rows of a segment, whose
-buffers fit the cache); other functions are left alone. Function calls in
-generic bodies are libm calls declared ``llvm.readnone``
-(``fuser-lower-to-cpu``), as ``fuser-erase-dead-generics`` also assumes.
+Preconditions: linalg on memrefs (``fuser-cpu-pipeline`` after
+``fuser-block-rows``), in segment functions (``fuser.num_inputs``) and in
+the functions ``fuser-block-rows`` made (``fuser.row_block``: one block of
+rows of a segment, whose buffers fit the cache); other functions are left
+alone. Function calls in generic bodies are libm calls declared
+``llvm.readnone`` (``fuser-lower-to-cpu``), as ``fuser-erase-dead-generics``
+also assumes. Within a segment, no two buffers it writes alias, nor one it
+writes and one it reads, except where an input is updated in place, which
+``fuser-resolve-alias-hazards`` keeps apart from the reads it would
+clobber (the executor rejects given outputs that overlap).
 
 Effect: the CPU lowering recomputes a reduction's producers in the reduction
 and in every later consumer, so that linalg fusion never writes them to a
 full-size buffer: a row softmax computes ``exp(x - max)`` in the nest that
-sums it and again in the nest that divides it by the sum. Where a later
-all-parallel generic ``B`` computes a value with a function call that an
-earlier generic ``A`` over the same loops computes from the same inputs
-through the same indexing maps (which name every loop between them), and
-nothing from ``A`` up to ``B`` writes those inputs, ``A`` also writes the
-value into a new buffer of the loops' sizes, one element an iteration, and
-``B`` reads it from there instead of computing it. The buffer holds one
-block's rows, so ``B`` reads it from the cache. ``A`` and every op between
-``A`` and ``B`` may write only buffers the function allocates (never an
-argument, which may alias an input), and ``A`` is not one that
-``fuser-unroll-jam-reductions`` would jam (its new output would stop the
-jam). Each element is computed by the same operations as before, but the
-call now runs in ``A``'s loop: LLVM vectorises the two loops apart, and a
-libm function may take its vector or its scalar variant for a given element
+sums it and again in the nest that divides it by the sum; the middle
+segment of a softmax over columns stores ``exp(x - max)`` and computes it
+again to sum it. Take a generic ``B`` that computes a value with a function
+call which an earlier generic ``A`` over as many loops computes from the
+same inputs through the same indexing maps (which name every loop, so the
+two run over the same iterations), where nothing between them writes those
+inputs. Two rewrites:
+
+- *Reread*: where ``A`` stores the value to an output through the identity
+  map, nothing between the two writes that output and ``B`` does not write
+  it, ``B`` reads the value from that output instead of computing it,
+  where it then reads no more inputs that name every loop than before (the
+  softmax over columns: its sum reads the stored ``exp`` values instead of
+  the input).
+- *Keep*, in a block of rows only, for an all-parallel ``B``: ``A`` also
+  writes the value into a new buffer of the loops' sizes, one element an
+  iteration, and ``B`` reads it from there (the row softmax). The buffer
+  holds one block's rows, so ``B`` reads it from the cache. ``A`` and every
+  op between ``A`` and ``B`` may write only buffers the function allocates,
+  and ``A`` is not one that ``fuser-unroll-jam-reductions`` would jam (its
+  new output would stop the jam).
+
+Each element is computed by the same operations as before, but the call now
+runs in ``A``'s loop: LLVM vectorises the two loops apart, and a libm
+function may take its vector or its scalar variant for a given element
 depending on the loop (README, "How a fusion runs on the CPU"), so a result
 may differ from the unshared one in the last place. A softmax's sum and
 quotients now see the same ``exp`` values.
 
-    // A: the row sum of exp(x - max); B: exp(x - max) / sum
+    // Keep. A: the row sum of exp(x - max); B: exp(x - max) / sum
     linalg.generic {iterators = [parallel, reduction]} ins(%x, %max) outs(%sum) {
       %e = func.call @expf(%x - %max); yield %acc + %e }
     linalg.generic {iterators = [parallel, parallel]} ins(%x, %max, %sum) outs(%out) {
@@ -36,8 +52,17 @@ quotients now see the same ``exp`` values.
     %t = memref.alloc(%rows, %cols) : memref<?x?xf32>
     linalg.generic {...} ins(%x, %max) outs(%sum, %t) {   // %t: (d0, d1) -> (d0, d1)
       %e = func.call @expf(%x - %max); yield %acc + %e, %e }
-    linalg.generic {...} ins(%x, %max, %sum, %t) outs(%out) { yield %t_elem / %sum }
+    linalg.generic {...} ins(%sum, %t) outs(%out) { yield %t_elem / %sum }
     memref.dealloc %t
+
+    // Reread. A stores exp(x - max) to %e; B sums it over the columns
+    linalg.generic {iterators = [parallel, parallel]} ins(%x, %max) outs(%e) {
+      yield func.call @expf(%x - %max) }
+    linalg.generic {iterators = [reduction, parallel]} ins(%x, %max) outs(%sum) {
+      %v = func.call @expf(%x - %max); yield %acc + %v }
+    ==>
+    (A as it was)
+    linalg.generic {iterators = [reduction, parallel]} ins(%e) outs(%sum) { yield %acc + %e_elem }
 """
 
 from __future__ import annotations
@@ -48,11 +73,11 @@ from fuser_mlir._mlir import ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
 from fuser_mlir.lowering.linalg import clone_ops, index_constant
 from fuser_mlir.passes.base import FuserPass
-from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
+from fuser_mlir.passes.block_rows import NUM_INPUTS_ATTR, ROW_BLOCK_ATTR
 from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
 
 #: Top-level ops between the two generics that write no buffer.
-_NO_WRITES = ("memref.alloc", "memref.dim", "memref.dealloc")
+_NO_WRITES = ("memref.alloc", "memref.dim")
 
 
 @dataclass
@@ -109,28 +134,40 @@ def _has_call(value: ir.Value) -> bool:
     return any(_has_call(v) for v in owner.operands)
 
 
-def _shared(a: Generic, b: Generic) -> list[tuple]:
-    """What ``b`` may read from ``a``: (the value in ``a``, the value in
-    ``b``, their leaves) for each value of ``b`` computed with a call that
-    ``a`` computes the same way, whose maps name every loop, and that some
-    op of ``b`` uses which ``a`` does not compute the same way (the yield,
-    say): the largest such values, not the ones inside them."""
-    a_keys, leaves = _keys(a)
-    by_key = {key: value for value, key in a_keys.items()}
+def _shared(available: dict, leaves: dict, b: Generic) -> list[tuple]:
+    """What ``b`` may take instead of computing it: (what ``available``
+    holds for the value's key, the value in ``b``, its leaves) for each value
+    of ``b`` computed with a call whose key ``available`` has, whose maps
+    name every loop, and that some op of ``b`` uses whose key ``available``
+    lacks (the yield, say): the largest such values, not the ones inside
+    them. ``leaves``: each key's leaves (:func:`_keys`)."""
     b_keys, _ = _keys(b)
 
-    def in_a(value: ir.Value) -> bool:
-        return value in b_keys and b_keys[value] in by_key
+    def taken(value: ir.Value) -> bool:
+        return value in b_keys and b_keys[value] in available
 
     pairs = []
     for value, key in b_keys.items():
-        if not in_a(value) or isinstance(value.owner, ir.Block) or not _has_call(value):
+        if not taken(value) or isinstance(value.owner, ir.Block) or not _has_call(value):
             continue
-        if all(len(use.owner.results) == 1 and in_a(use.owner.results[0]) for use in value.uses):
+        if all(len(use.owner.results) == 1 and taken(use.owner.results[0]) for use in value.uses):
             continue  # only used inside a larger shared value
-        if _covers_every_loop(leaves[key], len(a.iterators)):
-            pairs.append((by_key[key], value, leaves[key]))
+        if _covers_every_loop(leaves[key], len(b.iterators)):
+            pairs.append((available[key], value, leaves[key]))
     return pairs
+
+
+def _stored(a: Generic) -> dict:
+    """The output ``a`` writes each value to, by the value's key
+    (:func:`_keys`), for the outputs it writes through the identity map."""
+    keys, _ = _keys(a)
+    identity = ir.AffineMap.get_identity(len(a.iterators))
+    yielded = list(list(a.body.operations)[-1].operands)
+    return {keys[v]: o for o, amap, v in zip(a.outputs, a.maps[len(a.inputs) :], yielded) if amap == identity and v in keys}
+
+
+def _names_every_loop(amap: ir.AffineMap) -> bool:
+    return _covers_every_loop([_Leaf(None, amap)], amap.n_dims)
 
 
 def _covers_every_loop(leaves: list[_Leaf], loops: int) -> bool:
@@ -150,13 +187,16 @@ def _allocated(value: ir.Value) -> bool:
 
 
 def _writes(op: ir.Operation) -> list[ir.Value] | None:
-    """The buffers a top-level op writes; None for an op this pass does not know."""
+    """The buffers a top-level op writes (or frees); None for an op this
+    pass does not know."""
     if op.name == "linalg.generic":
         return Generic.of(op).outputs
     if op.name in ("linalg.fill", "linalg.copy"):
         return [op.operands[-1]]
     if op.name == "memref.copy":
         return [op.operands[1]]
+    if op.name == "memref.dealloc":
+        return [op.operands[0]]  # a buffer freed is no longer there to read
     if op.name in _NO_WRITES or op.name.startswith("arith."):
         return []
     return None
@@ -191,27 +231,17 @@ def _alloc(element: ir.Type, leaves: list[_Leaf], loops: int) -> ir.Value:
     return memref.AllocOp(ir.MemRefType.get(shape, element), dynamic, []).result
 
 
-def share(a: Generic, b: Generic, pairs: list) -> None:
-    """Rewrite ``a`` and ``b`` so that ``a`` writes each shared value to a new
-    buffer and ``b`` reads it (module docstring)."""
-    loops = len(a.iterators)
-    identity = ir.AffineMap.get_identity(loops)
-    with ir.InsertionPoint(a.op), a.op.location:
-        buffers = [_alloc(va.type, leaves, loops) for va, _, leaves in pairs]
-        types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
-        new_a, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
-        with ir.InsertionPoint(block):
-            local = dict(zip(a.body.arguments, block.arguments))
-            ops = list(a.body.operations)
-            clone_ops(ops[:-1], local)
-            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
+def _reading(b: Generic, pairs: list, buffers: list[ir.Value]) -> ir.Operation:
+    """``b`` rebuilt before it to read the value ``vb`` of each of ``pairs``
+    from the buffer at the same place in ``buffers`` (through the identity
+    map) instead of computing it; inputs it no longer reads are dropped."""
+    identity = ir.AffineMap.get_identity(len(b.iterators))
     ops = list(b.body.operations)
     live = _live(ops, {vb for _, vb, _ in pairs})
-    used = {v for op in live + ops[-1:] for v in op.operands}
+    args = list(b.body.arguments)
     count = len(b.inputs)
-    kept = [k for k, arg in enumerate(list(b.body.arguments)[:count]) if arg in used]  # inputs still read
+    kept = _still_read(b, pairs)
     with ir.InsertionPoint(b.op), b.op.location:
-        args = list(b.body.arguments)
         types = [args[k].type for k in kept] + [vb.type for _, vb, _ in pairs] + [a.type for a in args[count:]]
         maps = [b.maps[k] for k in kept] + [identity] * len(buffers) + b.maps[count:]
         new_b, block = _generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
@@ -222,11 +252,36 @@ def share(a: Generic, b: Generic, pairs: list) -> None:
             local.update(zip(args[count:], new_args[len(kept) + len(buffers) :]))
             clone_ops(live, local)
             linalg.YieldOp([local.get(v, v) for v in ops[-1].operands])
-    with ir.InsertionPoint.after(new_b), b.op.location:
+    b.op.erase()
+    return new_b
+
+
+def keep(a: Generic, b: Generic, pairs: list) -> None:
+    """Rewrite ``a`` and ``b`` so that ``a`` writes each shared value to a new
+    buffer and ``b`` reads it (module docstring, first rewrite)."""
+    loops = len(a.iterators)
+    identity = ir.AffineMap.get_identity(loops)
+    with ir.InsertionPoint(a.op), a.op.location:
+        buffers = [_alloc(va.type, leaves, loops) for va, _, leaves in pairs]
+        types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
+        _, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
+        with ir.InsertionPoint(block):
+            local = dict(zip(a.body.arguments, block.arguments))
+            ops = list(a.body.operations)
+            clone_ops(ops[:-1], local)
+            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
+    a.op.erase()
+    new_b = _reading(b, pairs, buffers)
+    with ir.InsertionPoint.after(new_b), new_b.location:
         for buffer in buffers:
             memref.DeallocOp(buffer)
-    a.op.erase()
-    b.op.erase()
+
+
+def reread(b: Generic, pairs: list) -> None:
+    """Rewrite ``b`` to read each shared value from the output an earlier
+    generic stored it to (module docstring, second rewrite): ``pairs`` holds
+    (that output, the value in ``b``, leaves)."""
+    _reading(b, pairs, [stored for stored, _, _ in pairs])
 
 
 def _live(ops: list[ir.Operation], replaced: set) -> list[ir.Operation]:
@@ -241,51 +296,96 @@ def _live(ops: list[ir.Operation], replaced: set) -> list[ir.Operation]:
     return live[::-1]
 
 
-def _candidate(ops: list[ir.Operation]) -> tuple | None:
-    """The first (A, B, pairs) of the function's top-level ``ops`` this pass
-    may rewrite; None when there is none."""
-    for j, later in enumerate(ops):
-        if later.name != "linalg.generic":
+def _still_read(b: Generic, pairs: list) -> list[int]:
+    """The inputs of ``b`` it still reads once the values of ``pairs`` come
+    from elsewhere."""
+    ops = list(b.body.operations)
+    used = {v for op in _live(ops, {vb for _, vb, _ in pairs}) + ops[-1:] for v in op.operands}
+    return [k for k, arg in enumerate(list(b.body.arguments)[: len(b.inputs)]) if arg in used]
+
+
+def _kept_candidate(ops: list[ir.Operation], j: int, b: Generic) -> tuple | None:
+    """An earlier generic that may keep what ``b`` (``ops[j]``, all
+    parallel) computes with a call in a new buffer (first rewrite), and the
+    pairs; None where there is none."""
+    if b.reduction:
+        return None
+    for i in range(j - 1, -1, -1):
+        if ops[i].name != "linalg.generic":
             continue
-        b = Generic.of(later)
-        if b.reduction or not b.outputs:
+        a = Generic.of(ops[i])
+        if len(a.iterators) != len(b.iterators) or not a.outputs or not all(_allocated(o) for o in a.outputs) or reduced_loop(a) is not None:
             continue
-        for i in range(j - 1, -1, -1):
-            if ops[i].name != "linalg.generic":
-                continue
-            a = Generic.of(ops[i])
-            if len(a.iterators) != len(b.iterators) or not a.outputs or not all(_allocated(o) for o in a.outputs) or reduced_loop(a) is not None:
-                continue
-            pairs = _shared(a, b)
-            if not pairs:
-                continue
-            read = {leaf.operand for _, _, leaves in pairs for leaf in leaves}
-            if not read.isdisjoint(a.outputs) or not _unwritten(ops[i + 1 : j], read):
-                continue
+        keys, leaves = _keys(a)
+        pairs = _shared({key: value for value, key in keys.items()}, leaves, b)
+        read = {leaf.operand for _, _, value_leaves in pairs for leaf in value_leaves}
+        if pairs and read.isdisjoint(a.outputs) and _unwritten(ops[i + 1 : j], read):
             return a, b, pairs
     return None
 
 
-def share_call_results(function: ir.Operation) -> int:
-    """Rewrite every pair of generics of ``function`` that fits (module
-    docstring); how many were rewritten."""
+def _stored_candidate(ops: list[ir.Operation], j: int, b: Generic) -> tuple | None:
+    """The pairs by which ``b`` (``ops[j]``) may read what it computes with a
+    call from the output an earlier generic stored it to (second rewrite):
+    where no op between the two writes that output or the value's inputs,
+    and ``b`` then reads no more inputs over every loop than before; None
+    where there are none."""
+    for i in range(j - 1, -1, -1):
+        if ops[i].name != "linalg.generic":
+            continue
+        a = Generic.of(ops[i])
+        if len(a.iterators) != len(b.iterators):
+            continue
+        _, leaves = _keys(a)
+        pairs = [p for p in _shared(_stored(a), leaves, b) if p[0] not in b.outputs]
+        if not pairs:
+            continue
+        read = {leaf.operand for _, _, value_leaves in pairs for leaf in value_leaves}
+        written = {stored for stored, _, _ in pairs} | read
+        if not read.isdisjoint(a.outputs) or not all(_writes(op) is not None and written.isdisjoint(_writes(op)) for op in ops[i + 1 : j]):
+            continue
+        full = sum(_names_every_loop(b.maps[k]) for k in _still_read(b, pairs)) + len(pairs)
+        if full <= sum(_names_every_loop(m) for m in b.maps[: len(b.inputs)]):
+            return b, pairs
+    return None
+
+
+def share_call_results(function: ir.Operation, keep_in_new_buffers: bool) -> int:
+    """Rewrite ``function`` as the module docstring says until nothing
+    fits: each generic that stores a value a later one computes gives it to
+    that one (second rewrite), and with ``keep_in_new_buffers`` (a block of
+    rows) an earlier generic keeps such a value in a new buffer (first
+    rewrite); how many generics were rewritten."""
     rewritten = 0
     while True:
         ops = [op.operation for op in function.regions[0].blocks[0].operations]
-        found = _candidate(ops)
-        if found is None:
+        for j, op in enumerate(ops):
+            if op.name != "linalg.generic" or not Generic.of(op).outputs:
+                continue
+            b = Generic.of(op)
+            stored = _stored_candidate(ops, j, b)
+            if stored is not None:
+                reread(*stored)
+                break
+            kept = _kept_candidate(ops, j, b) if keep_in_new_buffers else None
+            if kept is not None:
+                keep(*kept)
+                break
+        else:
             return rewritten
-        share(*found)
         rewritten += 1
 
 
 @dataclass
 class ShareCallResultsPass(FuserPass):
     NAME = "fuser-share-call-results"
-    SUMMARY = "Compute once a function call that two loop nests of a block of rows both compute."
+    SUMMARY = "Compute once a function call that two loop nests of a segment both compute."
 
     def run(self, module: ir.Operation) -> None:
         for function in module.regions[0].blocks[0].operations:
             function = function.operation
-            if function.name == "func.func" and ROW_BLOCK_ATTR in function.attributes and function.regions[0].blocks:
-                share_call_results(function)
+            if function.name != "func.func" or not function.regions[0].blocks:
+                continue
+            row_block = ROW_BLOCK_ATTR in function.attributes
+            if row_block or NUM_INPUTS_ATTR in function.attributes:
+                share_call_results(function, keep_in_new_buffers=row_block)

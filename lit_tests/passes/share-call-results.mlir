@@ -183,3 +183,196 @@ func.func @column_sum_then_exp(%x: memref<?x?xf32>, %out: memref<?x?xf32>) attri
   memref.dealloc %sum : memref<?xf32>
   return
 }
+
+// -----
+
+func.func private @expf(f32) -> f32 attributes {llvm.readnone}
+
+// Reread, in a segment: the middle segment of a softmax over columns stores
+// exp(x - max) to %e and sums it; the sum reads %e instead of computing it,
+// and no longer reads %x or %max.
+// CHECK-LABEL: func.func @column_exp_and_sum(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[MAX:[^:]*]]: memref<1x?xf32>, %[[E:[^:]*]]: memref<?x?xf32>, %[[SUM:[^:]*]]: memref<1x?xf32>
+// CHECK:         linalg.generic {{.*}} ins(%[[X]], %[[MAX]] : {{.*}}) outs(%[[E]] : {{.*}})
+// CHECK:           func.call @expf
+// CHECK:         linalg.fill {{.*}} outs(%[[SUM]] :
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[E]] : memref<?x?xf32>) outs(%[[SUM]] : {{.*}})
+// CHECK-NEXT:    ^bb0(%[[V:[^:]*]]: f32, %[[ACC:[^:]*]]: f32):
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]]
+// CHECK-NEXT:      linalg.yield %[[NEXT]]
+// CHECK-NOT:     func.call
+func.func @column_exp_and_sum(%x: memref<?x?xf32>, %max: memref<1x?xf32>, %e: memref<?x?xf32>, %sum: memref<1x?xf32>) attributes {fuser.num_inputs = 2 : i64} {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%sum : memref<1x?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+func.func private @expf(f32) -> f32 attributes {llvm.readnone}
+
+// No reread where an op between writes the stored output or an input of the
+// value, where the earlier generic writes that input, where the later
+// generic writes the stored output, where it would then read more
+// full-size buffers (it still reads %x for its product), or outside a
+// segment.
+// CHECK-LABEL: func.func @no_reread(
+// CHECK-COUNT-10: func.call @expf
+// CHECK-LABEL: func.func @not_a_segment(
+// CHECK-COUNT-2: func.call @expf
+func.func @no_reread(%x: memref<?x?xf32>, %max: memref<1x?xf32>, %e: memref<?x?xf32>, %sum: memref<1x?xf32>, %y: memref<?x?xf32>) attributes {fuser.num_inputs = 2 : i64} {
+  %zero = arith.constant 0.0 : f32
+  // the stored output is overwritten between
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%e : memref<?x?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  // the value's input %y is overwritten between
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<?x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.copy ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%y : memref<?x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  // the sum accumulates into row 0 of the stored output
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  // the stored output is the value's input, updated in place
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%y : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%y : memref<?x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  // the sum would read %e besides %x
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x, %max : memref<?x?xf32>, memref<1x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32):
+    %d = arith.subf %a, %m : f32
+    %v = func.call @expf(%d) : (f32) -> f32
+    %p = arith.mulf %v, %a : f32
+    %0 = arith.addf %s, %p fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+func.func @not_a_segment(%x: memref<?x?xf32>, %e: memref<?x?xf32>, %sum: memref<1x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%e : memref<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<?x?xf32>) outs(%sum : memref<1x?xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %v = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.addf %s, %v fastmath<reassoc> : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+func.func private @expf(f32) -> f32 attributes {llvm.readnone}
+
+// Keep, then a third nest computing the same value after the kept buffer is
+// freed: it does not read the freed buffer, and computes the value itself
+// (the quotients between write an argument, so nothing is kept for it).
+// CHECK-LABEL: func.func @kept_then_freed(
+// CHECK:         %[[T:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}}, %[[T]] :
+// CHECK:         linalg.generic {{.*}} ins(%{{.*}}, %[[T]] :
+// CHECK:         memref.dealloc %[[T]]
+// CHECK-NOT:     %[[T]]
+// CHECK:         linalg.generic
+// CHECK:           func.call @expf
+func.func @kept_then_freed(%x: memref<?x?xf32>, %out: memref<?x?xf32>, %out2: memref<?x?xf32>) attributes {fuser.row_block} {
+  %c0 = arith.constant 0 : index
+  %rows = memref.dim %x, %c0 : memref<?x?xf32>
+  %sum = memref.alloc(%rows) : memref<?x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x?xf32>) outs(%sum : memref<?x1xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %e = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.addf %s, %e : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<?x?xf32>, memref<?x1xf32>) outs(%out : memref<?x?xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %e = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.divf %e, %t : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<?x?xf32>, memref<?x1xf32>) outs(%out2 : memref<?x?xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %e = func.call @expf(%a) : (f32) -> f32
+    %0 = arith.mulf %e, %t : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %sum : memref<?x1xf32>
+  return
+}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pass_cases import fusion, poisoned
+from pass_cases import fusion, poisoned, ulps_apart
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
@@ -61,14 +61,6 @@ CASES = {
 
 #: The cases whose blocks compute exp once an element (fuser-share-call-results).
 SHARED_EXP = (row_softmax, softmax_of_a_3d_array)
-
-
-def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
-    """The most units in the last place between elements of two float arrays
-    of one dtype (16 or 32 bits) whose elements have the same signs."""
-    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
-    assert (np.signbit(a.astype(np.float32)) == np.signbit(b.astype(np.float32))).all()
-    return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
 
 
 def with_block_bytes(monkeypatch, block_bytes: int):

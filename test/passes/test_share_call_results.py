@@ -1,0 +1,95 @@
+"""fuser-share-call-results in the CPU pipeline (fuser_mlir/passes/share_call_results.py).
+
+The softmax over columns (three segments) stores ``exp(x - max)`` in its
+middle segment and sums it: the sum reads the stored values instead of
+computing ``exp`` again; a fusion that outputs ``exp(x)`` and its column
+sums does the same. Each case runs against the float64 reference (outputs
+poisoned with NaN, inputs checked unchanged) and within 8 units in the last
+place of the pipeline without the pass (``exp`` now runs in one loop where
+libm may take its scalar variant for other elements than in the other).
+Where the sum reads the stored values, the kernels call ``expf`` in the
+store's loop only (:data:`SHARED` says where it does). The row softmax's
+case (a value kept in a block's buffer) is in test_block_rows.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pass_cases import fusion, pipeline_without, poisoned, ulps_apart
+from reference import evaluate
+
+from fuser_mlir import DataType
+
+ROWS = (1, 5, 23)
+DTYPES = {"float32": DataType.Float, "float16": DataType.Half, "bfloat16": DataType.BFloat16}
+TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}
+
+
+def column_softmax(fd, x, w):
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[0], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[0], keepdim=True))
+
+
+def exp_and_its_column_sums(fd, x, w):
+    e = fd.ops.exp(x)
+    fd.add_output(e)
+    fd.add_output(fd.ops.sum(e, dims=[0]))
+
+
+CASES = (column_softmax, exp_and_its_column_sums)
+
+#: The cases whose sum reads the stored exp values. A half column softmax's
+#: middle segment sums before it stores (the reread takes a store that
+#: comes first), and a bfloat16 store yields the bits of the rounded value
+#: (``arith.bitcast``) where the sum widens them: both compute exp twice.
+SHARED = {(column_softmax, "float32"), (exp_and_its_column_sums, "float32"), (exp_and_its_column_sums, "float16")}
+
+
+def expf_calls(fd, inputs) -> int:
+    return fd.compile(inputs).program.llvm_dialect.count("llvm.call @expf")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
+def test_a_sum_reads_the_exp_values_a_segment_stored(build, dtype, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE", "0")  # the kernels without the pass must not reach the cache
+    rng = np.random.default_rng()
+    for rows in ROWS:
+        x = rng.standard_normal((rows, 37)).astype(DTYPES[dtype].numpy)
+        entry = x.copy()
+        fd = fusion(build, DTYPES[dtype], [x.shape])
+        expected = evaluate(fd, [x])
+        got = fd.execute([x], outputs=poisoned(fd, expected))
+        for g, want in zip(got, expected):
+            np.testing.assert_allclose(g.astype(np.float64), want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype] * rows, err_msg=f"{rows} rows")
+        np.testing.assert_array_equal(x, entry)
+        with monkeypatch.context() as m:
+            pipeline_without(m, "fuser-share-call-results")
+            unshared = fusion(build, DTYPES[dtype], [x.shape])
+            recomputed = unshared.execute([x], outputs=poisoned(unshared, expected))
+            calls = expf_calls(unshared, [x])
+        for g, u in zip(got, recomputed):
+            assert ulps_apart(g, u) <= 8, f"{rows} rows: {ulps_apart(g, u)} units in the last place apart"
+        if (build, dtype) in SHARED:  # the sum's calls are gone (8 + 1 of them: fuser-unroll-jam-reductions copies its body)
+            assert expf_calls(fd, [x]) == 1 < calls
+        else:
+            assert expf_calls(fd, [x]) == calls
+
+
+def test_a_sum_of_stored_exp_values_on_two_threads(monkeypatch):
+    """Large enough to split along the columns on two threads: each thread's
+    sum reads the exp values its own columns stored."""
+    monkeypatch.setenv("FUSER_CPU_THREADS", "2")
+    rng = np.random.default_rng()
+    x = rng.standard_normal((701, 1023)).astype(np.float32)
+    fd = fusion(exp_and_its_column_sums, DataType.Float, [x.shape])
+    entry = x.copy()
+    expected = evaluate(fd, [x])
+    got = fd.execute([x], outputs=poisoned(fd, expected))
+    compiled = fd.compile([x])
+    assert compiled.program.kernels[f"{fd.name}_seg0"].split == (1, 1, 0)
+    assert compiled.program.llvm_dialect.count("llvm.call @expf") == 1
+    for g, want in zip(got, expected):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(x, entry)

@@ -14,9 +14,10 @@ larger than the cache. A segment that splits
 split dims compute what one call on the whole arrays does) along dim 0 of
 every argument it splits, and in which some buffer is touched by two nests,
 becomes a loop over blocks of rows: its body moves into a private function
-``<name>_rows`` (marked ``fuser.row_block``) and the segment calls it once per block of at most
-``block_bytes`` of its split arguments (at least one row), with views of
-those arguments cut to the block; other arguments are passed whole. Where
+``<name>_rows`` (marked ``fuser.row_block``), and the segment calls it once
+per block of at most ``block_bytes`` of its split arguments (at least one
+row), with views of those arguments cut to the block; other arguments are
+passed whole. Where
 the split arguments do not agree on their number of rows, the segment calls
 its body once, on the whole arrays, as the runtime does. Every element is
 computed by the same arithmetic as before, so results are bit-for-bit the
@@ -56,10 +57,10 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, func, ir, memref, scf
 from fuser_mlir.lowering.cpu_split import split_dims
+from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
 from fuser_mlir.lowering.linalg import index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
-NUM_INPUTS_ATTR = "fuser.num_inputs"
 #: Marks the function that runs one block of rows (``fuser-share-call-results`` works in those).
 ROW_BLOCK_ATTR = "fuser.row_block"
 

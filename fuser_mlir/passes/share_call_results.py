@@ -70,10 +70,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fuser_mlir._mlir import ir, linalg, memref
+from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
 from fuser_mlir.lowering.gpu_schedule import Generic
 from fuser_mlir.lowering.linalg import clone_ops, index_constant
 from fuser_mlir.passes.base import FuserPass
-from fuser_mlir.passes.block_rows import NUM_INPUTS_ATTR, ROW_BLOCK_ATTR
+from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
 from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
 
 #: Top-level ops between the two generics that write no buffer.

@@ -94,15 +94,17 @@ def _attributes(op: ir.Operation) -> tuple:
     return tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
 
 
-def _keys(g: Generic) -> tuple[dict, dict]:
+def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
     """For each value of ``g``'s body computed from its inputs only (not from
     its outputs' elements), a key that is equal for values computed by the
     same ops from the same inputs through the same maps; and each key's
-    leaves (:class:`_Leaf`)."""
+    leaves (:class:`_Leaf`). A key is a number: ``interned`` numbers each
+    (op, attributes, operand keys) the first time it is seen, across the
+    generics of a function, so that keys compare and hash as numbers."""
     count = len(g.inputs)
     keys, leaves = {}, {}
     for arg, operand, amap in zip(list(g.body.arguments)[:count], g.inputs, g.maps):
-        keys[arg] = ("input", operand, str(amap))
+        keys[arg] = interned.setdefault(("input", operand, str(amap)), len(interned))
         leaves[keys[arg]] = [_Leaf(operand, amap)]
     inside = {r for op in g.body.operations for r in op.results} | set(g.body.arguments)
     for op in list(g.body.operations)[:-1]:
@@ -118,10 +120,31 @@ def _keys(g: Generic) -> tuple[dict, dict]:
             else:
                 break  # reads an output's element, or a value with no key
         else:
-            key = (op.name, _attributes(op), tuple(operand_keys))
+            key = interned.setdefault((op.name, _attributes(op), tuple(operand_keys)), len(interned))
             keys[op.results[0]] = key
             leaves[key] = found
     return keys, leaves
+
+
+@dataclass
+class _Nest:
+    """A generic with what the rewrites look up in it, read once (each read
+    through the bindings makes new Python objects)."""
+
+    g: Generic
+    keys: dict  # value -> key (:func:`_keys`)
+    leaves: dict  # key -> its leaves
+    computed: dict  # key -> a value of the body with that key
+    stored: dict  # key -> the output the value is written to through the identity map
+
+    @classmethod
+    def of(cls, op: ir.Operation, interned: dict) -> "_Nest":
+        g = Generic.of(op)
+        keys, leaves = _keys(g, interned)
+        identity = ir.AffineMap.get_identity(len(g.iterators))
+        yielded = list(list(g.body.operations)[-1].operands)
+        stored = {keys[v]: o for o, amap, v in zip(g.outputs, g.maps[len(g.inputs) :], yielded) if amap == identity and v in keys}
+        return cls(g, keys, leaves, {key: value for value, key in keys.items()}, stored)
 
 
 def _has_call(value: ir.Value) -> bool:
@@ -135,36 +158,30 @@ def _has_call(value: ir.Value) -> bool:
     return any(_has_call(v) for v in owner.operands)
 
 
-def _shared(available: dict, leaves: dict, b: Generic) -> list[tuple]:
+def _shared(available: dict, leaves: dict, b: _Nest) -> list[tuple]:
     """What ``b`` may take instead of computing it: (what ``available``
     holds for the value's key, the value in ``b``, its leaves) for each value
     of ``b`` computed with a call whose key ``available`` has, whose maps
     name every loop, and that some op of ``b`` uses whose key ``available``
     lacks (the yield, say): the largest such values, not the ones inside
     them. ``leaves``: each key's leaves (:func:`_keys`)."""
-    b_keys, _ = _keys(b)
+
+    common = available.keys() & b.computed.keys()
+    if not common:
+        return []  # most pairs of generics: no set lookup a value
 
     def taken(value: ir.Value) -> bool:
-        return value in b_keys and b_keys[value] in available
+        return value in b.keys and b.keys[value] in common
 
     pairs = []
-    for value, key in b_keys.items():
-        if not taken(value) or isinstance(value.owner, ir.Block) or not _has_call(value):
+    for value, key in b.keys.items():
+        if key not in common or isinstance(value.owner, ir.Block) or not _has_call(value):
             continue
         if all(len(use.owner.results) == 1 and taken(use.owner.results[0]) for use in value.uses):
             continue  # only used inside a larger shared value
-        if _covers_every_loop(leaves[key], len(b.iterators)):
+        if _covers_every_loop(leaves[key], len(b.g.iterators)):
             pairs.append((available[key], value, leaves[key]))
     return pairs
-
-
-def _stored(a: Generic) -> dict:
-    """The output ``a`` writes each value to, by the value's key
-    (:func:`_keys`), for the outputs it writes through the identity map."""
-    keys, _ = _keys(a)
-    identity = ir.AffineMap.get_identity(len(a.iterators))
-    yielded = list(list(a.body.operations)[-1].operands)
-    return {keys[v]: o for o, amap, v in zip(a.outputs, a.maps[len(a.inputs) :], yielded) if amap == identity and v in keys}
 
 
 def _names_every_loop(amap: ir.AffineMap) -> bool:
@@ -257,9 +274,9 @@ def _reading(b: Generic, pairs: list, buffers: list[ir.Value]) -> ir.Operation:
     return new_b
 
 
-def keep(a: Generic, b: Generic, pairs: list) -> None:
+def keep(a: Generic, b: Generic, pairs: list) -> ir.Operation:
     """Rewrite ``a`` and ``b`` so that ``a`` writes each shared value to a new
-    buffer and ``b`` reads it (module docstring, first rewrite)."""
+    buffer and ``b`` reads it (module docstring, first rewrite); the new ``b``."""
     loops = len(a.iterators)
     identity = ir.AffineMap.get_identity(loops)
     with ir.InsertionPoint(a.op), a.op.location:
@@ -276,13 +293,14 @@ def keep(a: Generic, b: Generic, pairs: list) -> None:
     with ir.InsertionPoint.after(new_b), new_b.location:
         for buffer in buffers:
             memref.DeallocOp(buffer)
+    return new_b
 
 
-def reread(b: Generic, pairs: list) -> None:
+def reread(b: Generic, pairs: list) -> ir.Operation:
     """Rewrite ``b`` to read each shared value from the output an earlier
     generic stored it to (module docstring, second rewrite): ``pairs`` holds
-    (that output, the value in ``b``, leaves)."""
-    _reading(b, pairs, [stored for stored, _, _ in pairs])
+    (that output, the value in ``b``, leaves); the new ``b``."""
+    return _reading(b, pairs, [stored for stored, _, _ in pairs])
 
 
 def _live(ops: list[ir.Operation], replaced: set) -> list[ir.Operation]:
@@ -305,76 +323,97 @@ def _still_read(b: Generic, pairs: list) -> list[int]:
     return [k for k, arg in enumerate(list(b.body.arguments)[: len(b.inputs)]) if arg in used]
 
 
-def _kept_candidate(ops: list[ir.Operation], j: int, b: Generic) -> tuple | None:
-    """An earlier generic that may keep what ``b`` (``ops[j]``, all
-    parallel) computes with a call in a new buffer (first rewrite), and the
-    pairs; None where there is none."""
-    if b.reduction:
+def _kept_candidate(ops: list[ir.Operation], j: int, nests: _Nests) -> tuple | None:
+    """An earlier generic that may keep what ``ops[j]`` (all parallel)
+    computes with a call in a new buffer (first rewrite), and the pairs;
+    None where there is none."""
+    b = nests[ops[j]]
+    if b.g.reduction:
         return None
     for i in range(j - 1, -1, -1):
         if ops[i].name != "linalg.generic":
             continue
-        a = Generic.of(ops[i])
-        if len(a.iterators) != len(b.iterators) or not a.outputs or not all(_allocated(o) for o in a.outputs) or reduced_loop(a) is not None:
+        a = nests[ops[i]]
+        if len(a.g.iterators) != len(b.g.iterators) or not a.g.outputs or not all(_allocated(o) for o in a.g.outputs) or reduced_loop(a.g) is not None:
             continue
-        keys, leaves = _keys(a)
-        pairs = _shared({key: value for value, key in keys.items()}, leaves, b)
+        pairs = _shared(a.computed, a.leaves, b)
         read = {leaf.operand for _, _, value_leaves in pairs for leaf in value_leaves}
-        if pairs and read.isdisjoint(a.outputs) and _unwritten(ops[i + 1 : j], read):
-            return a, b, pairs
+        if pairs and read.isdisjoint(a.g.outputs) and _unwritten(ops[i + 1 : j], read):
+            return a.g, b.g, pairs
     return None
 
 
-def _stored_candidate(ops: list[ir.Operation], j: int, b: Generic) -> tuple | None:
-    """The pairs by which ``b`` (``ops[j]``) may read what it computes with a
-    call from the output an earlier generic stored it to (second rewrite):
-    where no op between the two writes that output or the value's inputs,
-    and ``b`` then reads no more inputs over every loop than before; None
-    where there are none."""
+def _stored_candidate(ops: list[ir.Operation], j: int, nests: _Nests) -> tuple | None:
+    """The pairs by which ``ops[j]`` may read what it computes with a call
+    from the output an earlier generic stored it to (second rewrite): where
+    no op between the two writes that output or the value's inputs, and it
+    then reads no more inputs over every loop than before; None where there
+    are none."""
+    b = nests[ops[j]]
     for i in range(j - 1, -1, -1):
         if ops[i].name != "linalg.generic":
             continue
-        a = Generic.of(ops[i])
-        if len(a.iterators) != len(b.iterators):
+        a = nests[ops[i]]
+        if len(a.g.iterators) != len(b.g.iterators) or not a.stored:
             continue
-        _, leaves = _keys(a)
-        pairs = [p for p in _shared(_stored(a), leaves, b) if p[0] not in b.outputs]
+        pairs = [p for p in _shared(a.stored, a.leaves, b) if p[0] not in b.g.outputs]
         if not pairs:
             continue
         read = {leaf.operand for _, _, value_leaves in pairs for leaf in value_leaves}
         written = {stored for stored, _, _ in pairs} | read
-        if not read.isdisjoint(a.outputs) or not all(_writes(op) is not None and written.isdisjoint(_writes(op)) for op in ops[i + 1 : j]):
+        if not read.isdisjoint(a.g.outputs) or not all(_writes(op) is not None and written.isdisjoint(_writes(op)) for op in ops[i + 1 : j]):
             continue
-        full = sum(_names_every_loop(b.maps[k]) for k in _still_read(b, pairs)) + len(pairs)
-        if full <= sum(_names_every_loop(m) for m in b.maps[: len(b.inputs)]):
-            return b, pairs
+        full = sum(_names_every_loop(b.g.maps[k]) for k in _still_read(b.g, pairs)) + len(pairs)
+        if full <= sum(_names_every_loop(m) for m in b.g.maps[: len(b.g.inputs)]):
+            return b.g, pairs
     return None
 
 
+class _Nests:
+    """The :class:`_Nest` of each generic of a function, made once and
+    cached by op; a rewrite drops the ops it erases first (a new op may take
+    an erased one's address). The keys of all of them share one numbering."""
+
+    def __init__(self) -> None:
+        self.cache: dict = {}
+        self.interned: dict = {}
+
+    def __getitem__(self, op: ir.Operation) -> _Nest:
+        if op not in self.cache:
+            self.cache[op] = _Nest.of(op, self.interned)
+        return self.cache[op]
+
+    def drop(self, op: ir.Operation) -> None:
+        del self.cache[op]
+
+
 def share_call_results(function: ir.Operation, keep_in_new_buffers: bool) -> int:
-    """Rewrite ``function`` as the module docstring says until nothing
-    fits: each generic that stores a value a later one computes gives it to
-    that one (second rewrite), and with ``keep_in_new_buffers`` (a block of
-    rows) an earlier generic keeps such a value in a new buffer (first
-    rewrite); how many generics were rewritten."""
-    rewritten = 0
+    """Rewrite ``function`` as the module docstring says, each generic in
+    turn, until nothing fits: an earlier generic that stores a value a later
+    one computes gives it to that one (second rewrite), and with
+    ``keep_in_new_buffers`` (a block of rows) an earlier generic keeps such
+    a value in a new buffer (first rewrite); how many generics were
+    rewritten."""
+    block = function.regions[0].blocks[0]
+    nests = _Nests()
+    rewritten, j = 0, 0
     while True:
-        ops = [op.operation for op in function.regions[0].blocks[0].operations]
-        for j, op in enumerate(ops):
-            if op.name != "linalg.generic" or not Generic.of(op).outputs:
-                continue
-            b = Generic.of(op)
-            stored = _stored_candidate(ops, j, b)
-            if stored is not None:
-                reread(*stored)
-                break
-            kept = _kept_candidate(ops, j, b) if keep_in_new_buffers else None
-            if kept is not None:
-                keep(*kept)
-                break
-        else:
+        ops = [op.operation for op in block.operations]
+        if j >= len(ops):
             return rewritten
+        if ops[j].name != "linalg.generic" or not nests[ops[j]].g.outputs:
+            j += 1
+            continue
+        stored = _stored_candidate(ops, j, nests)
+        kept = None if stored is not None or not keep_in_new_buffers else _kept_candidate(ops, j, nests)
+        if stored is None and kept is None:
+            j += 1
+            continue
+        for g in kept[:2] if kept is not None else stored[:1]:
+            nests.drop(g.op)
+        new_b = reread(*stored) if stored is not None else keep(*kept)
         rewritten += 1
+        j = [op.operation for op in block.operations].index(new_b)  # the rewritten generic may take more
 
 
 @dataclass

@@ -82,7 +82,7 @@ def _shares_a_buffer(function: ir.Operation) -> bool:
     return False
 
 
-def _item_bytes(element: ir.Type) -> int:
+def element_bytes(element: ir.Type) -> int:
     """Bytes of one element of a buffer of ``element``s."""
     if isinstance(element, (ir.FloatType, ir.IntegerType)):
         return max(1, element.width // 8)
@@ -113,7 +113,7 @@ def _row_bytes(buffers: list[ir.Value], sizes: dict) -> ir.Value:
     total = None
     for buffer in buffers:
         type_ = ir.MemRefType(buffer.type)
-        static = _item_bytes(type_.element_type)
+        static = element_bytes(type_.element_type)
         for n in type_.shape[1:]:
             static *= 1 if ir.ShapedType.is_dynamic_size(n) else n
         row = index_constant(static)

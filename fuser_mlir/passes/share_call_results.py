@@ -31,10 +31,13 @@ inputs. Two rewrites:
 - *Keep*, in a block of rows only, for an all-parallel ``B``: ``A`` also
   writes the value into a new buffer of the loops' sizes, one element an
   iteration, and ``B`` reads it from there (the row softmax). The buffer
-  holds one block's rows, so ``B`` reads it from the cache. ``A`` and every
-  op between ``A`` and ``B`` may write only buffers the function allocates,
-  and ``A`` is not one that ``fuser-unroll-jam-reductions`` would jam (its
-  new output would stop the jam).
+  holds one block's rows, so ``B`` reads it from the cache; a block holds
+  at least one row, so an ``scf.if`` runs ``A`` and ``B`` as they were
+  where the buffer would take more than :data:`KEEP_BYTES`. ``A`` and
+  every op between ``A`` and ``B`` may write only buffers the function
+  allocates, the ops between define no values, and ``A`` is not one that
+  ``fuser-unroll-jam-reductions`` would jam (its new output would stop the
+  jam). The pass does not look into the ``scf.if`` again.
 
 Each element is computed by the same operations as before, but the call now
 runs in ``A``'s loop: LLVM vectorises the two loops apart, and a libm
@@ -49,11 +52,13 @@ quotients now see the same ``exp`` values.
     linalg.generic {iterators = [parallel, parallel]} ins(%x, %max, %sum) outs(%out) {
       %e = func.call @expf(%x - %max); yield %e / %sum }
     ==>
-    %t = memref.alloc(%rows, %cols) : memref<?x?xf32>
-    linalg.generic {...} ins(%x, %max) outs(%sum, %t) {   // %t: (d0, d1) -> (d0, d1)
-      %e = func.call @expf(%x - %max); yield %acc + %e, %e }
-    linalg.generic {...} ins(%sum, %t) outs(%out) { yield %t_elem / %sum }
-    memref.dealloc %t
+    scf.if (4 * %rows * %cols <= KEEP_BYTES) {
+      %t = memref.alloc(%rows, %cols) : memref<?x?xf32>
+      linalg.generic {...} ins(%x, %max) outs(%sum, %t) {   // %t: (d0, d1) -> (d0, d1)
+        %e = func.call @expf(%x - %max); yield %acc + %e, %e }
+      linalg.generic {...} ins(%sum, %t) outs(%out) { yield %t_elem / %sum }
+      memref.dealloc %t
+    } else { the two generics as they were }
 
     // Reread. A stores exp(x - max) to %e; B sums it over the columns
     linalg.generic {iterators = [parallel, parallel]} ins(%x, %max) outs(%e) {
@@ -69,13 +74,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fuser_mlir._mlir import ir, linalg, memref
+from fuser_mlir._mlir import arith, ir, linalg, memref, scf
 from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
 from fuser_mlir.lowering.gpu_schedule import Generic
 from fuser_mlir.lowering.linalg import clone_ops, index_constant
 from fuser_mlir.passes.base import FuserPass
-from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
+from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR, element_bytes
 from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
+
+#: The most bytes of new buffers a keep fills in one call of a block of rows.
+#: A block holds at least one row, however long: past about this much the
+#: buffer is not read from cache, and its allocation costs more than the
+#: calls it saves (a softmax of one row of 16M float32 took 42.6 ms with
+#: its exp values kept, 11.0 without).
+KEEP_BYTES = 4 * 1024 * 1024
 
 #: Top-level ops between the two generics that write no buffer.
 _NO_WRITES = ("memref.alloc", "memref.dim")
@@ -236,71 +248,97 @@ def _generic(inputs: list[ir.Value], outputs: list[ir.Value], maps: list[ir.Affi
     return op.operation, op.regions[0].blocks.append(*types)
 
 
-def _alloc(element: ir.Type, leaves: list[_Leaf], loops: int) -> ir.Value:
-    """A ``memref.alloc`` of ``element``s with one dim a loop, each sized as
-    the first of ``leaves`` whose map names the loop."""
-    shape, dynamic = [], []
+def _buffer_type(element: ir.Type, leaves: list[_Leaf], loops: int) -> tuple[ir.MemRefType, list[ir.Value]]:
+    """The type of a buffer of ``element``s with one dim a loop, each sized
+    as the first of ``leaves`` whose map names the loop, and the size of
+    each dim as an index (a constant where the type has one)."""
+    shape, sizes = [], []
     for loop in range(loops):
         leaf, position = next((leaf, p) for leaf in leaves for p, e in enumerate(leaf.amap.results) if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop)
         size = ir.MemRefType(leaf.operand.type).shape[position]
         shape.append(size)
-        if ir.ShapedType.is_dynamic_size(size):
-            dynamic.append(memref.DimOp(leaf.operand, index_constant(position)).result)
-    return memref.AllocOp(ir.MemRefType.get(shape, element), dynamic, []).result
+        sizes.append(memref.DimOp(leaf.operand, index_constant(position)).result if ir.ShapedType.is_dynamic_size(size) else index_constant(size))
+    return ir.MemRefType.get(shape, element), sizes
 
 
-def _reading(b: Generic, pairs: list, buffers: list[ir.Value]) -> ir.Operation:
-    """``b`` rebuilt before it to read the value ``vb`` of each of ``pairs``
-    from the buffer at the same place in ``buffers`` (through the identity
-    map) instead of computing it; inputs it no longer reads are dropped."""
+def _read_instead(b: Generic, pairs: list, buffers: list[ir.Value]) -> ir.Operation:
+    """``b`` rebuilt at the insertion point to read the value ``vb`` of each
+    of ``pairs`` from the buffer at the same place in ``buffers`` (through
+    the identity map) instead of computing it; inputs it no longer reads are
+    dropped."""
     identity = ir.AffineMap.get_identity(len(b.iterators))
     ops = list(b.body.operations)
     live = _live(ops, {vb for _, vb, _ in pairs})
     args = list(b.body.arguments)
     count = len(b.inputs)
     kept = _still_read(b, pairs)
-    with ir.InsertionPoint(b.op), b.op.location:
-        types = [args[k].type for k in kept] + [vb.type for _, vb, _ in pairs] + [a.type for a in args[count:]]
-        maps = [b.maps[k] for k in kept] + [identity] * len(buffers) + b.maps[count:]
-        new_b, block = _generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
-        with ir.InsertionPoint(block):
-            new_args = list(block.arguments)
-            local = {args[k]: new_args[n] for n, k in enumerate(kept)}
-            local.update((vb, new_args[len(kept) + n]) for n, (_, vb, _) in enumerate(pairs))
-            local.update(zip(args[count:], new_args[len(kept) + len(buffers) :]))
-            clone_ops(live, local)
-            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands])
-    b.op.erase()
+    types = [args[k].type for k in kept] + [vb.type for _, vb, _ in pairs] + [a.type for a in args[count:]]
+    maps = [b.maps[k] for k in kept] + [identity] * len(buffers) + b.maps[count:]
+    new_b, block = _generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
+    with ir.InsertionPoint(block):
+        new_args = list(block.arguments)
+        local = {args[k]: new_args[n] for n, k in enumerate(kept)}
+        local.update((vb, new_args[len(kept) + n]) for n, (_, vb, _) in enumerate(pairs))
+        local.update(zip(args[count:], new_args[len(kept) + len(buffers) :]))
+        clone_ops(live, local)
+        linalg.YieldOp([local.get(v, v) for v in ops[-1].operands])
     return new_b
 
 
-def keep(a: Generic, b: Generic, pairs: list) -> ir.Operation:
-    """Rewrite ``a`` and ``b`` so that ``a`` writes each shared value to a new
-    buffer and ``b`` reads it (module docstring, first rewrite); the new ``b``."""
+def _writing_also(a: Generic, pairs: list, buffers: list[ir.Value]) -> None:
+    """``a`` rebuilt at the insertion point to also write the value ``va``
+    of each of ``pairs`` to the buffer at the same place in ``buffers``,
+    through the identity map."""
+    identity = ir.AffineMap.get_identity(len(a.iterators))
+    types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
+    _, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
+    with ir.InsertionPoint(block):
+        local = dict(zip(a.body.arguments, block.arguments))
+        ops = list(a.body.operations)
+        clone_ops(ops[:-1], local)
+        linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
+
+
+def keep(a: Generic, b: Generic, pairs: list, between: list[ir.Operation]) -> ir.Operation:
+    """Rewrite ``a``, the ops ``between`` (which have no results) and ``b``
+    as the module docstring says (first rewrite): where the new buffers hold
+    at most :data:`KEEP_BYTES`, ``a`` also writes each shared value to one
+    and ``b`` reads it; else the three run as they were. The ``scf.if``
+    that chooses."""
     loops = len(a.iterators)
-    identity = ir.AffineMap.get_identity(loops)
     with ir.InsertionPoint(a.op), a.op.location:
-        buffers = [_alloc(va.type, leaves, loops) for va, _, leaves in pairs]
-        types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
-        _, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
-        with ir.InsertionPoint(block):
-            local = dict(zip(a.body.arguments, block.arguments))
-            ops = list(a.body.operations)
-            clone_ops(ops[:-1], local)
-            linalg.YieldOp([local.get(v, v) for v in ops[-1].operands] + [local[va] for va, _, _ in pairs])
-    a.op.erase()
-    new_b = _reading(b, pairs, buffers)
-    with ir.InsertionPoint.after(new_b), new_b.location:
+        shapes = [_buffer_type(va.type, leaves, loops) for va, _, leaves in pairs]
+        total = None
+        for type_, sizes in shapes:
+            size = index_constant(element_bytes(type_.element_type))
+            for n in sizes:
+                size = arith.MulIOp(size, n).result
+            total = size if total is None else arith.AddIOp(total, size).result
+        small = arith.CmpIOp(arith.CmpIPredicate.ule, total, index_constant(KEEP_BYTES)).result
+        branch = scf.IfOp(small, has_else=True)
+    with ir.InsertionPoint(branch.else_block), a.op.location:
+        otherwise = scf.YieldOp([])
+    for op in [a.op, *between, b.op]:
+        op.move_before(otherwise)
+    with ir.InsertionPoint(branch.then_block), a.op.location:
+        buffers = [memref.AllocOp(type_, [n for n, d in zip(sizes, type_.shape) if ir.ShapedType.is_dynamic_size(d)], []).result for type_, sizes in shapes]
+        _writing_also(a, pairs, buffers)
+        clone_ops(between, {})
+        _read_instead(b, pairs, buffers)
         for buffer in buffers:
             memref.DeallocOp(buffer)
-    return new_b
+        scf.YieldOp([])
+    return branch.operation
 
 
 def reread(b: Generic, pairs: list) -> ir.Operation:
     """Rewrite ``b`` to read each shared value from the output an earlier
     generic stored it to (module docstring, second rewrite): ``pairs`` holds
     (that output, the value in ``b``, leaves); the new ``b``."""
-    return _reading(b, pairs, [stored for stored, _, _ in pairs])
+    with ir.InsertionPoint(b.op), b.op.location:
+        new_b = _read_instead(b, pairs, [stored for stored, _, _ in pairs])
+    b.op.erase()
+    return new_b
 
 
 def _live(ops: list[ir.Operation], replaced: set) -> list[ir.Operation]:
@@ -338,8 +376,9 @@ def _kept_candidate(ops: list[ir.Operation], j: int, nests: _Nests) -> tuple | N
             continue
         pairs = _shared(a.computed, a.leaves, b)
         read = {leaf.operand for _, _, value_leaves in pairs for leaf in value_leaves}
-        if pairs and read.isdisjoint(a.g.outputs) and _unwritten(ops[i + 1 : j], read):
-            return a.g, b.g, pairs
+        between = ops[i + 1 : j]
+        if pairs and read.isdisjoint(a.g.outputs) and _unwritten(between, read) and not any(op.results for op in between):
+            return a.g, b.g, pairs, between
     return None
 
 
@@ -411,9 +450,9 @@ def share_call_results(function: ir.Operation, keep_in_new_buffers: bool) -> int
             continue
         for g in kept[:2] if kept is not None else stored[:1]:
             nests.drop(g.op)
-        new_b = reread(*stored) if stored is not None else keep(*kept)
+        new = reread(*stored) if stored is not None else keep(*kept)
         rewritten += 1
-        j = [op.operation for op in block.operations].index(new_b)  # the rewritten generic may take more
+        j = [op.operation for op in block.operations].index(new)  # a reread generic may take more
 
 
 @dataclass

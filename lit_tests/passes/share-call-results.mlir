@@ -1,33 +1,47 @@
 // RUN: %fuser-opt %s -p 'fuser-share-call-results' --split-input-file | FileCheck %s
 
-// fuser-share-call-results makes an earlier generic write a value that a
-// later all-parallel generic computes again with a function call, into a new
-// buffer of the loops' sizes, and the later one read it, in functions marked
-// fuser.row_block; everything else stays as it is.
+// fuser-share-call-results has a later generic read a value it computes
+// again with a function call from the output an earlier generic stored it
+// to (in segments and blocks of rows), or, in functions marked
+// fuser.row_block, from a new buffer the earlier generic also writes it to
+// where that buffer takes at most 4 MiB; everything else stays as it is.
 
 func.func private @expf(f32) -> f32 attributes {llvm.readnone}
 
-// A row softmax's sum and result: the sum also writes exp(x - max) to a new
-// buffer; the result reads it and no longer reads %x or %max.
+// A row softmax's sum and result: where the block's exp values take at most
+// 4 MiB, the sum also writes them to a new buffer and the result reads it
+// (no longer reading %x or %max); else the two run as they were.
 // CHECK-LABEL: func.func @softmax_rows(
 // CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[MAX:[^:]*]]: memref<?x1xf32>, %[[SUM:[^:]*]]: memref<?x1xf32>, %[[OUT:[^:]*]]: memref<?x?xf32>
 // CHECK:         %[[ACC:.*]] = memref.alloc(%{{.*}}) : memref<?x1xf32>
 // CHECK:         %[[ROWS:.*]] = memref.dim %[[X]], %{{.*}}
 // CHECK:         %[[COLS:.*]] = memref.dim %[[X]], %{{.*}}
-// CHECK:         %[[E:.*]] = memref.alloc(%[[ROWS]], %[[COLS]]) : memref<?x?xf32>
-// CHECK:         linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}, #[[ID:[^,]*]]], iterator_types = ["parallel", "reduction"]}
-// CHECK-SAME:      ins(%[[X]], %[[MAX]] : {{.*}}) outs(%[[ACC]], %[[E]] : {{.*}})
-// CHECK-NEXT:    ^bb0(%[[A:[^:]*]]: f32, %[[M:[^:]*]]: f32, %[[S:[^:]*]]: f32, %{{.*}}: f32):
-// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[A]], %[[M]]
-// CHECK-NEXT:      %[[EXP:.*]] = func.call @expf(%[[D]])
-// CHECK-NEXT:      %[[NEXT:.*]] = arith.addf %[[S]], %[[EXP]]
-// CHECK-NEXT:      linalg.yield %[[NEXT]], %[[EXP]]
-// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK-SAME:      ins(%[[ACC]], %[[E]] : {{.*}}) outs(%[[OUT]] : {{.*}})
-// CHECK-NEXT:    ^bb0(%[[T:[^:]*]]: f32, %[[EI:[^:]*]]: f32, %{{.*}}: f32):
-// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[EI]], %[[T]]
-// CHECK-NEXT:      linalg.yield %[[Q]]
-// CHECK:         memref.dealloc %[[E]]
+// CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK:         %[[ROW:.*]] = arith.muli %[[FOUR]], %[[ROWS]]
+// CHECK:         %[[BYTES:.*]] = arith.muli %[[ROW]], %[[COLS]]
+// CHECK:         %[[LIMIT:.*]] = arith.constant 4194304 : index
+// CHECK:         %[[SMALL:.*]] = arith.cmpi ule, %[[BYTES]], %[[LIMIT]]
+// CHECK:         scf.if %[[SMALL]] {
+// CHECK:           %[[E:.*]] = memref.alloc(%[[ROWS]], %[[COLS]]) : memref<?x?xf32>
+// CHECK:           linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}, #[[ID:[^,]*]]], iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME:        ins(%[[X]], %[[MAX]] : {{.*}}) outs(%[[ACC]], %[[E]] : {{.*}})
+// CHECK-NEXT:      ^bb0(%[[A:[^:]*]]: f32, %[[M:[^:]*]]: f32, %[[S:[^:]*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:        %[[D:.*]] = arith.subf %[[A]], %[[M]]
+// CHECK-NEXT:        %[[EXP:.*]] = func.call @expf(%[[D]])
+// CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[S]], %[[EXP]]
+// CHECK-NEXT:        linalg.yield %[[NEXT]], %[[EXP]]
+// CHECK:           linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:        ins(%[[ACC]], %[[E]] : {{.*}}) outs(%[[OUT]] : {{.*}})
+// CHECK-NEXT:      ^bb0(%[[T:[^:]*]]: f32, %[[EI:[^:]*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:        %[[Q:.*]] = arith.divf %[[EI]], %[[T]]
+// CHECK-NEXT:        linalg.yield %[[Q]]
+// CHECK:           memref.dealloc %[[E]]
+// CHECK:         } else {
+// CHECK:           linalg.generic {{.*}} ins(%[[X]], %[[MAX]] : {{.*}}) outs(%[[ACC]] : {{.*}})
+// CHECK:             func.call @expf
+// CHECK:           linalg.generic {{.*}} ins(%[[X]], %[[MAX]], %[[ACC]] : {{.*}}) outs(%[[OUT]] : {{.*}})
+// CHECK:             func.call @expf
+// CHECK:         }
 // CHECK-NOT:     func.call
 func.func @softmax_rows(%x: memref<?x?xf32>, %max: memref<?x1xf32>, %unused: memref<?x1xf32>, %out: memref<?x?xf32>) attributes {fuser.row_block} {
   %c0 = arith.constant 0 : index
@@ -337,16 +351,19 @@ func.func @not_a_segment(%x: memref<?x?xf32>, %e: memref<?x?xf32>, %sum: memref<
 
 func.func private @expf(f32) -> f32 attributes {llvm.readnone}
 
-// Keep, then a third nest computing the same value after the kept buffer is
-// freed: it does not read the freed buffer, and computes the value itself
-// (the quotients between write an argument, so nothing is kept for it).
+// Keep, then a third nest computing the same value: the first two are
+// rewritten inside an scf.if, which the pass does not look through, so the
+// third computes the value itself (and never reads the kept buffer, freed
+// in the if).
 // CHECK-LABEL: func.func @kept_then_freed(
-// CHECK:         %[[T:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
-// CHECK:         linalg.generic {{.*}} outs(%{{.*}}, %[[T]] :
-// CHECK:         linalg.generic {{.*}} ins(%{{.*}}, %[[T]] :
-// CHECK:         memref.dealloc %[[T]]
+// CHECK:         scf.if
+// CHECK:           %[[T:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK:           linalg.generic {{.*}} outs(%{{.*}}, %[[T]] :
+// CHECK:           linalg.generic {{.*}} ins(%{{.*}}, %[[T]] :
+// CHECK:           memref.dealloc %[[T]]
+// CHECK:         } else {
 // CHECK-NOT:     %[[T]]
-// CHECK:         linalg.generic
+// CHECK:         linalg.generic {{.*}} outs(%arg2 :
 // CHECK:           func.call @expf
 func.func @kept_then_freed(%x: memref<?x?xf32>, %out: memref<?x?xf32>, %out2: memref<?x?xf32>) attributes {fuser.row_block} {
   %c0 = arith.constant 0 : index

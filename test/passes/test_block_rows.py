@@ -6,11 +6,12 @@ of one row (``block-bytes=1``) and of a few rows, on row counts that leave a
 short last block, against the float64 reference (outputs poisoned with NaN,
 inputs checked unchanged), and is the same to the bit as the pipeline's
 without the pass (``block-bytes=0``): blocking changes which rows a call
-sees, never the arithmetic of an element. In a block, a softmax computes
-``exp`` once an element (``fuser-share-call-results``) rather than twice;
-there ``exp`` runs in the sum's loop, where libm may take its scalar variant
-for other elements than in the quotient's loop, so the results are within 8
-units in the last place of the unblocked ones.
+sees, never the arithmetic of an element. In a block whose exp values take
+at most ``KEEP_BYTES``, a softmax computes ``exp`` once an element
+(``fuser-share-call-results``) rather than twice; there ``exp`` runs in the
+sum's loop, where libm may take its scalar variant for other elements than
+in the quotient's loop, so the results are within 8 units in the last place
+of the unblocked ones.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype,
             unblocked = whole.execute(inputs, outputs=poisoned(whole, expected))
             unblocked_code = whole.compile(inputs).program.llvm_dialect
             assert "_rows" not in unblocked_code
-        if build in SHARED_EXP:  # fuser-share-call-results: exp once an element, not twice
-            assert (blocked.count("llvm.call @expf"), unblocked_code.count("llvm.call @expf")) == (1, 2)
+        if build in SHARED_EXP:  # fuser-share-call-results: one call where the block keeps exp, two where it would not fit
+            assert (blocked.count("llvm.call @expf"), unblocked_code.count("llvm.call @expf")) == (1 + 2, 2)
         for g, u in zip(got, unblocked):
             if build in SHARED_EXP:  # exp now runs in another loop, where libm may take its scalar variant for an element
                 assert ulps_apart(g, u) <= 8, f"{rows} rows: {ulps_apart(g, u)} units in the last place apart"
@@ -203,6 +204,31 @@ def test_a_softmax_written_into_its_input_in_blocks(monkeypatch):
         e = fd.ops.exp(tx - fd.ops.max(tx, dims=[1], keepdim=True))
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True), tx)
     (expected,) = evaluate(fd, [x])
-    assert fd.compile([x]).program.llvm_dialect.count("llvm.call @expf") == 1
+    assert fd.compile([x]).program.llvm_dialect.count("llvm.call @expf") == 1 + 2  # kept; and where it would not fit
     assert fd.execute([x]) == []
     np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_blocks_whose_kept_values_would_not_fit_the_cache_compute_them_twice(monkeypatch):
+    """fuser-share-call-results keeps a block's exp values only up to
+    KEEP_BYTES (a block holds at least one row, however long); past it the
+    block runs the sum and the quotients as they were: the same bits as the
+    pipeline without that pass."""
+    from fuser_mlir.passes import share_call_results
+
+    from pass_cases import pipeline_without
+
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with_block_bytes(monkeypatch, 1000)
+    monkeypatch.setattr(share_call_results, "KEEP_BYTES", 16)  # fewer than a row's 37 floats
+    rng = np.random.default_rng()
+    x = rng.standard_normal((23, 37)).astype(np.float32)
+    fd = fusion(row_softmax, DataType.Float, [x.shape])
+    (expected,) = evaluate(fd, [x])
+    (got,) = fd.execute([x], outputs=poisoned(fd, [expected]))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+    with monkeypatch.context() as m:
+        pipeline_without(m, "fuser-share-call-results")
+        twice = fusion(row_softmax, DataType.Float, [x.shape])
+        (unshared,) = twice.execute([x], outputs=poisoned(twice, [expected]))
+    np.testing.assert_array_equal(got.view(np.uint32), unshared.view(np.uint32))

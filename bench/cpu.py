@@ -18,8 +18,9 @@ them: where cutting a call into blocks starts to pay
 16384 columns, float32 and bfloat16, and over dims 0 and 1 of a 3-D
 float32, as compiled and with ``fuser-unroll-jam-reductions{factor=1}`` (a
 row at a time), on one thread and on all. Then the row softmax and the
-layer norm as compiled (``fuser-block-rows``: block by block of rows),
-without ``fuser-share-call-results`` and with
+layer norm, and a softmax of one row of 16M elements, as compiled
+(``fuser-block-rows``: block by block of rows), without
+``fuser-share-call-results`` and with
 ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole arrays),
 on one thread and on all. Prints tables and writes JSON.
 """
@@ -80,6 +81,24 @@ def softmax_over(dim: int, scale: int = 0):
 
 def softmax(scale: int = 0):
     return softmax_over(1, scale)
+
+
+def one_row_softmax(scale: int = 0):
+    """A softmax of one row of 16M float32 elements (``scale``: 4**scale
+    fewer): a block of rows holds the whole row."""
+    with FusionDefinition(name="one_row_softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    n = 16 * 1024 * 1024 >> (2 * scale)
+    x = np.random.default_rng(5).standard_normal((1, n)).astype(np.float32)
+
+    def numpy_version(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    name = f"softmax of one row ({n >> 20}M f32)" if n >= 1 << 20 else f"softmax of one row ({n} f32)"
+    return name, fd, [x], numpy_version, numpy_version(x.astype(np.float64)), 2 * x.nbytes
 
 
 def column_softmax(scale: int = 0):
@@ -211,11 +230,11 @@ ROW_BLOCK_VARIANTS = {
 
 
 def row_blocks(threads: int, repeat: int, scale: int = 0) -> list[dict]:
-    """The row softmax and the layer norm compiled each way of
-    :data:`ROW_BLOCK_VARIANTS`, each on one thread and on ``threads``, into
-    one output."""
+    """The row softmax, the layer norm and the softmax of one long row
+    compiled each way of :data:`ROW_BLOCK_VARIANTS`, each on one thread and
+    on ``threads``, into one output."""
     rows = []
-    for case in (softmax, layer_norm):
+    for case in (softmax, layer_norm, one_row_softmax):
         name, _, inputs, _, ref, _ = case(scale)
         row = {"case": name}
         for label, variant in ROW_BLOCK_VARIANTS.items():

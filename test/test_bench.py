@@ -215,7 +215,7 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     ] + [("Float", [64, 1, 1024], [0, 1])]
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["column_sums"] for label in ("jammed", "row_by_row") for threads in ("", "_one_thread"))
     assert all((row["numpy_ms"] is not None) == (row["dtype"] == "Float") for row in result["column_sums"])
-    assert [row["case"] for row in result["row_blocks"]] == ["row softmax (256x256 f32)", "layer norm (256x256 f32)"]
+    assert [row["case"] for row in result["row_blocks"]] == ["row softmax (256x256 f32)", "layer norm (256x256 f32)", "softmax of one row (65536 f32)"]
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["row_blocks"] for label in ("blocked", "unshared", "whole") for threads in ("", "_one_thread"))
     printed = capsys.readouterr().out
     assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed and "block by block of rows" in printed

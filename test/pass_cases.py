@@ -11,6 +11,11 @@ import numpy as np
 
 from fuser_mlir import DataType, FusionDefinition
 
+#: The float dtypes the pass tests run, and the tolerance of each against
+#: the float64 reference.
+FLOAT_DTYPES = {"float32": DataType.Float, "float16": DataType.Half, "bfloat16": DataType.BFloat16}
+FLOAT_TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}
+
 
 def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
     """``build``'s fusion on an input of ``len(shapes[0])`` dims of ``dtype``

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pass_cases import fusion, poisoned, ulps_apart
+from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, poisoned, ulps_apart
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
@@ -26,8 +26,7 @@ from fuser_mlir import pipeline as P
 
 ROWS = (1, 5, 23)
 BLOCK_BYTES = (1, 1000)  # one row a block; a few rows a block (rows of 37 to 148 bytes a buffer)
-DTYPES = {"float32": DataType.Float, "float16": DataType.Half, "bfloat16": DataType.BFloat16}
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}
+DTYPES, TOLERANCE = FLOAT_DTYPES, FLOAT_TOLERANCE
 
 
 def row_softmax(fd, x, w):

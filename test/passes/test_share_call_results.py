@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pass_cases import fusion, pipeline_without, poisoned, ulps_apart
+from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, pipeline_without, poisoned, ulps_apart
 from reference import evaluate
 
 from fuser_mlir import DataType
 
 ROWS = (1, 5, 23)
-DTYPES = {"float32": DataType.Float, "float16": DataType.Half, "bfloat16": DataType.BFloat16}
-TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}
+DTYPES, TOLERANCE = FLOAT_DTYPES, FLOAT_TOLERANCE
 
 
 def column_softmax(fd, x, w):

@@ -5,7 +5,7 @@
 Cases: a 6-op pointwise chain on 16M float32 elements, a row softmax of a
 4096x4096 float32 array, a softmax over its columns (3 segments, whose
 intermediates the plan keeps from call to call), a layer norm over its rows
-and a column sum.
+(also as a ``[1, 4096, 4096]`` array: a batch of one) and a column sum.
 Each is checked against a float64 NumPy reference first, then timed (median
 of --repeat runs after a warm-up) together with the NumPy expression of the
 same computation in the same process: fuser-mlir on one thread
@@ -105,29 +105,39 @@ def column_softmax(scale: int = 0):
     return softmax_over(0, scale)
 
 
-def layer_norm(scale: int = 0):
+def layer_norm(scale: int = 0, batch: bool = False):
     """A layer norm over the rows of a 4096x4096 float32 array, with a weight
-    and a bias: one segment of three loop nests (mean, variance, result)."""
+    and a bias: one segment of three loop nests (mean, variance, result).
+    With ``batch``, the same values as a ``[1, 4096, 4096]`` array (a batch
+    of one: its calls are cut along the rows, the inner split)."""
     side = 4096 >> scale
-    with FusionDefinition(name="layer_norm") as fd:
-        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+    shape = [1, side, side] if batch else [side, side]
+    last = len(shape) - 1
+    with FusionDefinition(name="layer_norm_of_a_batch" if batch else "layer_norm") as fd:
+        x = fd.define_tensor(shape=[-1] * len(shape), dtype=DataType.Float)
         w = fd.define_tensor(shape=[-1], dtype=DataType.Float)
         b = fd.define_tensor(shape=[-1], dtype=DataType.Float)
-        mean = fd.ops.sum(x, dims=[1], keepdim=True) / float(side)
+        mean = fd.ops.sum(x, dims=[last], keepdim=True) / float(side)
         d = x - mean
-        var = fd.ops.sum(d * d, dims=[1], keepdim=True) / float(side)
+        var = fd.ops.sum(d * d, dims=[last], keepdim=True) / float(side)
         y = d * fd.ops.rsqrt(var + 1e-5)
-        fd.add_output(y * fd.ops.broadcast(w, [True, False]) + fd.ops.broadcast(b, [True, False]))
+        weights = [True] * last + [False]
+        fd.add_output(y * fd.ops.broadcast(w, weights) + fd.ops.broadcast(b, weights))
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((side, side)).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
     w, b = rng.standard_normal(side).astype(np.float32), rng.standard_normal(side).astype(np.float32)
 
     def numpy_version(x, w, b):
-        d = x - x.mean(axis=1, keepdims=True)
-        return d / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5) * w + b
+        d = x - x.mean(axis=-1, keepdims=True)
+        return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5) * w + b
 
     ref = numpy_version(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64))
-    return f"layer norm ({side}x{side} f32)", fd, [x, w, b], numpy_version, ref, 2 * x.nbytes
+    name = f"layer norm (1x{side}x{side} f32, a batch of one)" if batch else f"layer norm ({side}x{side} f32)"
+    return name, fd, [x, w, b], numpy_version, ref, 2 * x.nbytes
+
+
+def batch_layer_norm(scale: int = 0):
+    return layer_norm(scale, batch=True)
 
 
 def column_sum(scale: int = 0):
@@ -290,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     threads = config.cpu_threads()
     rows = []
-    for case in (pointwise_chain, softmax, column_softmax, layer_norm, column_sum):
+    for case in (pointwise_chain, softmax, column_softmax, layer_norm, batch_layer_norm, column_sum):
         name, fd, inputs, numpy_version, ref, model_bytes = case(args.scale)
         (out,) = fd.execute(inputs)
         err = float(np.max(np.abs(out - ref)))

@@ -5,7 +5,8 @@ only on arrays of megabytes. Within :func:`cut_into_blocks` every call of a
 split kernel on at least two rows runs as blocks (``BLOCK_BYTES`` is one
 byte, ``FUSER_CPU_THREADS`` is ``threads``), and the returned counter
 tells how many kernel calls there were and how many of them ran as blocks,
-so that a test can check that it tested what it meant to.
+so that a test can check that it tested what it meant to (and ``cut along
+the inner split`` how many cut along a kernel's inner split).
 
 A plan keeps its intermediates from call to call only from a megabyte on
 (:class:`fuser_mlir.runtime.plan.Intermediates`); within
@@ -33,9 +34,11 @@ def cut_into_blocks(threads: int = 3):
         counts["calls"] += 1
         return call(kernel, *args)
 
-    def counted_blocks(kernel, length, blocks):
+    def counted_blocks(kernel, cut, length, blocks):
         counts["cut"] += 1
-        return call_in_blocks(kernel, length, blocks)
+        if cut != kernel._cut:
+            counts["cut along the inner split"] += 1
+        return call_in_blocks(kernel, cut, length, blocks)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FUSER_CPU_THREADS", str(threads))

@@ -206,7 +206,7 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     result = json.loads(out.read_text())
     assert [row["case"] for row in result["rows"]] == [
         "pointwise chain (6 ops, 65536 f32)", "row softmax (256x256 f32)", "column softmax (256x256 f32, 3 segments)", "layer norm (256x256 f32)",
-        "column sum (256x256 f32)",
+        "layer norm (1x256x256 f32, a batch of one)", "column sum (256x256 f32)",
     ]
     assert all(row["fuser_ms"] > 0 and row["fuser_one_thread_ms"] > 0 and row["numpy_ms"] > 0 for row in result["rows"])
     assert [row["elements"] for row in result["chain_sizes"]] == [64, 256, 1024, 4096, 16384, 65536]

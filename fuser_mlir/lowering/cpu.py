@@ -65,8 +65,9 @@ What :func:`compile_cpu` adds to the named pipeline:
   loops calling ``expf``/``tanhf``/... vectorise.
 - Between bufferization and ``fuser-block-rows`` (after
   ``fuser-erase-dead-generics``) it reads, per segment, along which dims its
-  calls may be cut into blocks that run on several threads
-  (:mod:`fuser_mlir.lowering.cpu_split`); the kernels and the image carry
+  calls may be cut into blocks that run on several threads, and along
+  which others when those are shorter than the threads (the inner split;
+  :mod:`fuser_mlir.lowering.cpu_split`); the kernels and the image carry
   the answer.
 - After the pipeline, it drops the ``nuw`` flags that ``finalize-memref-to-llvm``
   (MLIR 22) puts on the index arithmetic of every load and store: they promise
@@ -92,7 +93,7 @@ from fuser_mlir._mlir import ExecutionEngine, ir
 from fuser_mlir.dialect import types as T
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.passes.lower_to_cpu import is_segment, symbol_name
-from fuser_mlir.lowering.cpu_split import split_dims
+from fuser_mlir.lowering.cpu_split import inner_split_dims, split_dims
 from fuser_mlir.lowering.vector_library import host_vector_library
 from fuser_mlir.pipeline import PIPELINES, run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel, check_library, host_target, image_spec
@@ -168,15 +169,17 @@ def _check_symbols(module: ir.Module, source: str) -> None:
         )
 
 
-def segment_splits(module: ir.Module, kinds: dict[str, list[ArgKind]]) -> dict[str, tuple | None]:
+def segment_splits(module: ir.Module, kinds: dict[str, list[ArgKind]], read=split_dims) -> dict[str, tuple | None]:
     """Per segment of ``module`` (at the memref level), the dims along which
     its calls may be cut into blocks that run side by side, or None
-    (:func:`fuser_mlir.lowering.cpu_split.split_dims`)."""
+    (``read``: :func:`fuser_mlir.lowering.cpu_split.split_dims`, or
+    :func:`~fuser_mlir.lowering.cpu_split.inner_split_dims` for the inner
+    splits)."""
     splits: dict[str, tuple | None] = {}
     for op in module.body.operations:
         op = op.operation
         if op.name == "func.func" and symbol_name(op) in kinds:
-            splits[symbol_name(op)] = split_dims(op)
+            splits[symbol_name(op)] = read(op)
     return splits
 
 
@@ -260,6 +263,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     try:
         run_pipeline(lowered, before_loops)
         splits = segment_splits(lowered, kinds)
+        inner_splits = segment_splits(lowered, kinds, inner_split_dims)
         lowered = copies_as_linalg(lowered)
         run_pipeline(lowered, loops)
     except PipelineError as err:
@@ -283,8 +287,8 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
                 pipeline=CPU_PIPELINE,
                 reproducer=save_reproducer(source, "fuser-cpu"),
             )
-        program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine, split=splits[name])
-    program.image, program.image_error = kernel_image(engine, kinds, splits)
+        program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine, split=splits[name], inner_split=inner_splits[name])
+    program.image, program.image_error = kernel_image(engine, kinds, splits, inner_splits)
     return program
 
 
@@ -303,7 +307,7 @@ def link_shared_library(object_file: Path, output: Path, compiler: str) -> None:
         raise CompileError(f"linking the CPU kernels failed: {' '.join(command)}", diagnostics=result.stderr)
 
 
-def kernel_image(engine, kinds: dict[str, list[ArgKind]], splits: dict | None = None) -> tuple[KernelImage | None, str]:
+def kernel_image(engine, kinds: dict[str, list[ArgKind]], splits: dict | None = None, inner_splits: dict | None = None) -> tuple[KernelImage | None, str]:
     """The engine's code as a CPU kernel image, or None and the reason."""
     compiler = config.c_compiler()
     if not compiler:
@@ -320,4 +324,4 @@ def kernel_image(engine, kinds: dict[str, list[ArgKind]], splits: dict | None = 
     reason = check_library(data)
     if reason is not None:
         raise CompileError(f"the linked CPU kernel library is not loadable: {reason}")
-    return KernelImage("cpu", image_spec(LIBRARY, kinds, host_target(), splits), {LIBRARY: data}), ""
+    return KernelImage("cpu", image_spec(LIBRARY, kinds, host_target(), splits, inner_splits), {LIBRARY: data}), ""

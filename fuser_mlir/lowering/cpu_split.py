@@ -9,7 +9,7 @@ each call gets views of its arguments cut to a block along their split dims
 and writes only its block of each output. The runtime
 (:class:`fuser_mlir.runtime.cpu.CpuKernel`) makes those calls side by side
 on a thread pool. :func:`split_dims` decides, per segment, from the segment
-function as ``compile_cpu`` has it right before ``fuser-unroll-jam-reductions``
+function as ``compile_cpu`` has it right before ``fuser-block-rows``
 (linalg on memrefs, after bufferization and the deallocation pipeline)::
 
     func.func @f_seg0(%x: memref<?x?xf32>, %out: memref<?x?xf32>) {
@@ -58,6 +58,14 @@ The rules, checked for every op at the top of the function:
 The runtime also checks, per call, that the split arguments agree on the
 length of their split dims (independent loop nests may take arrays of
 different lengths) and runs the call whole when they do not.
+
+:func:`inner_split_dims` finds a second way to cut the same arguments: the
+nests' split loop chosen as the second candidate of the first nest, not its
+first (the rows of a ``[batch, rows, columns]`` layer norm, where the first
+is the batch; the columns of an elementwise op on a matrix). The runtime
+takes it where the split dims are shorter than the threads, and
+``fuser-block-rows`` where one index of the split dim holds more than a
+block.
 """
 
 from __future__ import annotations
@@ -83,6 +91,25 @@ def split_dims(function: ir.Operation) -> tuple[int | None, ...] | None:
         return None
 
 
+def inner_split_dims(function: ir.Operation) -> tuple[int | None, ...] | None:
+    """A second way to cut the calls of ``function``: per argument, the dim
+    its blocks are cut along when a nest with no split operand yet takes
+    its second candidate loop, not its first (the rows of a ``[batch, rows,
+    columns]`` layer norm, where :func:`split_dims` takes the batch); None
+    where that does not split, or does not cut the same arguments as
+    :func:`split_dims` along other dims."""
+    outer = split_dims(function)
+    try:
+        inner = _split_dims(function, skip=1)
+    except _NotSplittable:
+        return None
+    if outer is None or [d is None for d in outer] != [d is None for d in inner]:
+        return None
+    if any(o == i for o, i in zip(outer, inner) if o is not None):
+        return None
+    return inner
+
+
 def why_not_split(function: ir.Operation) -> str | None:
     """Why ``function`` does not split, or None when it does."""
     try:
@@ -92,7 +119,7 @@ def why_not_split(function: ir.Operation) -> str | None:
     return None
 
 
-def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
+def _split_dims(function: ir.Operation, skip: int = 0) -> tuple[int | None, ...]:
     block = function.regions[0].blocks[0]
     nests: list[ir.Operation] = []  # generics and copies
     filled: list[ir.Value] = []
@@ -112,10 +139,10 @@ def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
         elif name not in _NEUTRAL and not name.startswith("arith."):
             raise _NotSplittable(f"'{name}' is not one of the ops a split segment may have")
     try:
-        dims = _assign(nests)
+        dims = _assign(nests, skip)
     except _NotSplittable as err:
         try:  # a nest that makes what a later nest reduces along another dim may follow that dim
-            dims = _assign(nests[::-1])
+            dims = _assign(nests[::-1], skip)
         except _NotSplittable:
             raise err from None
     for buffer in filled:
@@ -139,14 +166,15 @@ def _split_dims(function: ir.Operation) -> tuple[int | None, ...]:
     return result
 
 
-def _assign(nests: list[ir.Operation]) -> dict:
+def _assign(nests: list[ir.Operation], skip: int = 0) -> dict:
     """The split dim of every buffer ``nests`` touch, the nests taken in
     this order: each picks its split loop to agree with the buffers the
-    nests before it split (:func:`_split_loop`)."""
+    nests before it split (:func:`_split_loop`; ``skip``: how many of its
+    candidate loops a nest with no split operand passes over)."""
     split: dict[ir.Value, set] = {}  # buffer -> the split dims it is accessed with
     for op in nests:
         if op.name == "linalg.generic":
-            _record_generic(Generic.of(op), split)
+            _record_generic(Generic.of(op), split, skip)
         else:
             _record_copy(op, split)
     return {buffer: _one_dim(buffer, seen) for buffer, seen in split.items()}
@@ -158,7 +186,7 @@ def _decided(split: dict, buffer: ir.Value) -> int | None:
     return next(iter(seen)) if len(seen) == 1 else None
 
 
-def _record_generic(g: Generic, split: dict) -> None:
+def _record_generic(g: Generic, split: dict, skip: int = 0) -> None:
     """Add the split dim of each operand of ``g`` to ``split``."""
     if not g.parallel:
         raise _NotSplittable("a linalg.generic has no parallel loop")
@@ -167,7 +195,7 @@ def _record_generic(g: Generic, split: dict) -> None:
             raise _NotSplittable("a linalg.generic reads a loop index")
         if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
             raise _NotSplittable(f"a linalg.generic's body reads a buffer of its own ('{op.name}')")
-    loop = _split_loop(g, split)
+    loop = _split_loop(g, split, skip)
     for k, (operand, amap) in enumerate(zip(g.inputs + g.outputs, g.maps)):
         if not isinstance(operand.type, ir.MemRefType):
             continue  # a scalar captured by the body
@@ -186,10 +214,11 @@ def _record_generic(g: Generic, split: dict) -> None:
         split.setdefault(operand, set()).add(dim)
 
 
-def _split_loop(g: Generic, split: dict) -> int:
+def _split_loop(g: Generic, split: dict, skip: int = 0) -> int:
     """The parallel loop of ``g`` that indexes an operand at the dim it is
     split along already, if one does; else its first parallel loop that no
-    operand maps to a static dim (the first parallel loop when each does)."""
+    operand maps to a static dim (the first parallel loop when each does),
+    passing over ``skip`` of those candidates."""
     for operand, amap in zip(g.inputs + g.outputs, g.maps):
         dim = _decided(split, operand)
         if dim is None:
@@ -197,16 +226,20 @@ def _split_loop(g: Generic, split: dict) -> int:
         expr = amap.results[dim]
         if isinstance(expr, ir.AffineDimExpr) and ir.AffineDimExpr(expr).position in g.parallel:
             return ir.AffineDimExpr(expr).position
+    dynamic = []
     for loop in g.parallel:
         static = False
         for operand, amap in zip(g.inputs + g.outputs, g.maps):
             if not isinstance(operand.type, ir.MemRefType):
                 continue
-            dynamic = _dynamic_dims(operand.type)
-            static |= any(isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop and at not in dynamic for at, e in enumerate(amap.results))
+            dims = _dynamic_dims(operand.type)
+            static |= any(isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop and at not in dims for at, e in enumerate(amap.results))
         if not static:
-            return loop
-    return g.parallel[0]
+            dynamic.append(loop)
+    candidates = dynamic or g.parallel[:1]
+    if skip >= len(candidates):
+        raise _NotSplittable(f"a linalg.generic has no parallel loop after its first {skip} candidates")
+    return candidates[skip]
 
 
 def _record_copy(op: ir.Operation, split: dict) -> None:

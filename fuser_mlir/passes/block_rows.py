@@ -17,7 +17,11 @@ becomes a loop over blocks of rows: its body moves into a private function
 ``<name>_rows`` (marked ``fuser.row_block``), and the segment calls it once
 per block of at most ``block_bytes`` of its split arguments (at least one
 row), with views of those arguments cut to the block; other arguments are
-passed whole. Where
+passed whole. Where one row holds more than ``block_bytes`` and the segment
+may also be cut along dim 1 of the same arguments
+(:func:`~fuser_mlir.lowering.cpu_split.inner_split_dims`: the rows of a
+``[batch, rows, columns]`` layer norm), each row is cut into blocks along
+dim 1 instead, two views deep, where the arguments agree on dim 1. Where
 the split arguments do not agree on their number of rows, the segment calls
 its body once, on the whole arrays, as the runtime does. Every element is
 computed by the same arithmetic as before, so results are bit-for-bit the
@@ -56,7 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, func, ir, memref, scf
-from fuser_mlir.lowering.cpu_split import split_dims
+from fuser_mlir.lowering.cpu_split import inner_split_dims, split_dims
 from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
 from fuser_mlir.lowering.linalg import index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
@@ -89,16 +93,19 @@ def element_bytes(element: ir.Type) -> int:
     raise ValueError(f"fuser-block-rows: no byte size for element type {element}")
 
 
-def rows_split(function: ir.Operation) -> list[bool] | None:
+def rows_split(function: ir.Operation) -> tuple[list[bool], bool] | None:
     """Per argument of the segment ``function``, whether its blocks of rows
-    are cut from it (True) or it is passed whole; None where the pass leaves
-    ``function`` alone (see the module docstring)."""
+    are cut from it (True) or it is passed whole, and whether a row may be
+    cut along dim 1 in turn (its inner split cuts dim 1 of those
+    arguments); None where the pass leaves ``function`` alone (see the
+    module docstring)."""
     if function.name != "func.func" or NUM_INPUTS_ATTR not in function.attributes or not function.regions[0].blocks:
         return None
     split = split_dims(function)
     if split is None or any(dim not in (None, 0) for dim in split) or not _shares_a_buffer(function):
         return None
-    return [dim == 0 for dim in split]
+    inner = inner_split_dims(function)
+    return [dim == 0 for dim in split], inner is not None and all(dim in (None, 1) for dim in inner)
 
 
 def _sizes(buffer: ir.Value) -> list[ir.Value]:
@@ -107,49 +114,89 @@ def _sizes(buffer: ir.Value) -> list[ir.Value]:
     return [memref.DimOp(buffer, index_constant(d)).result if ir.ShapedType.is_dynamic_size(n) else index_constant(n) for d, n in enumerate(shape)]
 
 
-def _row_bytes(buffers: list[ir.Value], sizes: dict) -> ir.Value:
-    """Bytes of one row (an index of dim 0) of all ``buffers`` together;
-    ``sizes`` holds each buffer's dim sizes (:func:`_sizes`)."""
+def _row_bytes(buffers: list[ir.Value], sizes: dict, dim: int = 0) -> ir.Value:
+    """Bytes of one row (an index of ``dim``, with all of the dims after it)
+    of all ``buffers`` together; ``sizes`` holds each buffer's dim sizes
+    (:func:`_sizes`)."""
     total = None
     for buffer in buffers:
         type_ = ir.MemRefType(buffer.type)
         static = element_bytes(type_.element_type)
-        for n in type_.shape[1:]:
+        for n in type_.shape[dim + 1 :]:
             static *= 1 if ir.ShapedType.is_dynamic_size(n) else n
         row = index_constant(static)
-        for d in range(1, type_.rank):
+        for d in range(dim + 1, type_.rank):
             if ir.ShapedType.is_dynamic_size(type_.shape[d]):
                 row = arith.MulIOp(row, sizes[buffer][d]).result
         total = row if total is None else arith.AddIOp(total, row).result
     return total
 
 
-def _same_rows(buffers: list[ir.Value], sizes: dict) -> ir.Value | None:
-    """An ``i1``: every one of ``buffers`` has as many rows as the first;
-    None where there is only one."""
+def _same_rows(buffers: list[ir.Value], sizes: dict, dim: int = 0) -> ir.Value | None:
+    """An ``i1``: every one of ``buffers`` is as long along ``dim`` as the
+    first; None where there is only one."""
     agree = None
     for buffer in buffers[1:]:
-        same = arith.CmpIOp(arith.CmpIPredicate.eq, sizes[buffer][0], sizes[buffers[0]][0]).result
+        same = arith.CmpIOp(arith.CmpIPredicate.eq, sizes[buffer][dim], sizes[buffers[0]][dim]).result
         agree = same if agree is None else arith.AndIOp(agree, same).result
     return agree
 
 
-def _rows_of(buffer: ir.Value, sizes: list[ir.Value], start: ir.Value, count: ir.Value) -> ir.Value:
+def _rows_per_block(block_bytes: int, row_bytes: ir.Value) -> ir.Value:
+    """``max(1, block_bytes / row_bytes)``, as an index (``row_bytes`` of 0
+    counts as 1)."""
+    one = index_constant(1)
+    return arith.MaxUIOp(one, arith.DivUIOp(index_constant(block_bytes), arith.MaxUIOp(one, row_bytes).result).result).result
+
+
+def _rows_of(buffer: ir.Value, sizes: list[ir.Value], start: ir.Value, count: ir.Value, row: ir.Value | None = None) -> ir.Value:
     """Rows ``start`` to ``start + count`` of ``buffer`` (of ``sizes``), as a
-    value of ``buffer``'s own type (a cast where that type has static sizes)."""
-    view = view_along(buffer, sizes, 0, start, count, index_constant(1))
+    value of ``buffer``'s own type (a cast where that type has static
+    sizes); with ``row``, those rows along dim 1 of its row ``row`` (along
+    dim 0)."""
+    one = index_constant(1)
+    if row is None:
+        view = view_along(buffer, sizes, 0, start, count, one)
+    else:
+        view = view_along(view_along(buffer, sizes, 0, row, one, one), [one, *sizes[1:]], 1, start, count, one)
     return view if view.type == buffer.type else memref.cast(buffer.type, view)
 
 
-def _blocks(name: str, args: list[ir.Value], cut: list[bool], sizes: dict, step: ir.Value) -> None:
+def _blocks(name: str, args: list[ir.Value], cut: list[bool], sizes: dict, step: ir.Value, row: ir.Value | None = None) -> None:
     """Calls of ``name`` on blocks of ``step`` rows of the arguments ``cut``
-    says, the others whole, at the insertion point."""
-    rows = sizes[next(a for a, c in zip(args, cut) if c)][0]
+    says, the others whole, at the insertion point; with ``row``, blocks of
+    ``step`` indices of dim 1 of that row (an index of dim 0)."""
+    rows = sizes[next(a for a, c in zip(args, cut) if c)][0 if row is None else 1]
     loop = scf.ForOp(index_constant(0), rows, step)
     with ir.InsertionPoint(loop.body):
         start = loop.induction_variable
         count = arith.MinUIOp(step, arith.SubIOp(rows, start).result).result
-        func.CallOp([], name, [_rows_of(a, sizes[a], start, count) if c else a for a, c in zip(args, cut)])
+        func.CallOp([], name, [_rows_of(a, sizes[a], start, count, row) if c else a for a, c in zip(args, cut)])
+        scf.YieldOp([])
+
+
+def _blocks_of_each_row(name: str, args: list[ir.Value], cut: list[bool], sizes: dict, step: ir.Value) -> None:
+    """Calls of ``name`` on blocks of ``step`` indices of dim 1 of each row
+    (index of dim 0) of the arguments ``cut`` says, at the insertion point."""
+    rows = sizes[next(a for a, c in zip(args, cut) if c)][0]
+    loop = scf.ForOp(index_constant(0), rows, index_constant(1))
+    with ir.InsertionPoint(loop.body):
+        _blocks(name, args, cut, sizes, step, row=loop.induction_variable)
+        scf.YieldOp([])
+
+
+def _if_else(condition: ir.Value | None, then, otherwise) -> None:
+    """``then()`` where ``condition`` holds, else ``otherwise()``, at the
+    insertion point (``then()`` alone where ``condition`` is None)."""
+    if condition is None:
+        then()
+        return
+    branch = scf.IfOp(condition, has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        then()
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        otherwise()
         scf.YieldOp([])
 
 
@@ -176,9 +223,10 @@ def _unique_name(module: ir.Operation, base: str) -> str:
 
 def block_rows(module: ir.Operation, function: ir.Operation, block_bytes: int) -> bool:
     """Rewrite ``function`` as the module docstring says; False where it does not fit."""
-    cut = rows_split(function)
-    if cut is None:
+    found = rows_split(function)
+    if found is None:
         return False
+    cut, rows_cut_too = found
     name = _unique_name(module, ir.StringAttr(function.attributes["sym_name"]).value + "_rows")
     _body_function(function, name)
     entry = function.regions[0].blocks[0]
@@ -188,19 +236,21 @@ def block_rows(module: ir.Operation, function: ir.Operation, block_bytes: int) -
     split = [a for a, c in zip(args, cut) if c]
     with ir.InsertionPoint(entry), function.location:
         sizes = {a: _sizes(a) for a in split}
-        one = index_constant(1)
-        step = arith.MaxUIOp(one, arith.DivUIOp(index_constant(block_bytes), arith.MaxUIOp(one, _row_bytes(split, sizes)).result).result).result
-        agree = _same_rows(split, sizes)
-        if agree is None:
-            _blocks(name, args, cut, sizes, step)
-        else:
-            branch = scf.IfOp(agree, has_else=True)
-            with ir.InsertionPoint(branch.then_block):
+        row_bytes = _row_bytes(split, sizes)
+        step = _rows_per_block(block_bytes, row_bytes)
+
+        def blocked() -> None:
+            if not rows_cut_too:
                 _blocks(name, args, cut, sizes, step)
-                scf.YieldOp([])
-            with ir.InsertionPoint(branch.else_block):
-                func.CallOp([], name, args)
-                scf.YieldOp([])
+                return
+            # a row larger than a block: blocks of dim 1 of each row, where the arguments agree on dim 1
+            long = arith.CmpIOp(arith.CmpIPredicate.ugt, row_bytes, index_constant(block_bytes)).result
+            agree = _same_rows(split, sizes, 1)
+            inner_step = _rows_per_block(block_bytes, _row_bytes(split, sizes, 1))
+            condition = long if agree is None else arith.AndIOp(long, agree).result
+            _if_else(condition, lambda: _blocks_of_each_row(name, args, cut, sizes, inner_step), lambda: _blocks(name, args, cut, sizes, step))
+
+        _if_else(_same_rows(split, sizes), blocked, lambda: func.CallOp([], name, args))
         func.ReturnOp([])
     return True
 

@@ -24,6 +24,9 @@ code runs), each with descriptors whose pointer is moved to the block's
 start and whose split dim's size is the block's length. A block gets at
 least :data:`BLOCK_BYTES` of the split arguments, and there are at most
 ``FUSER_CPU_THREADS`` blocks (:func:`fuser_mlir.config.cpu_threads`).
+Where the split dims are shorter than the threads (a ``[1, rows, columns]``
+layer norm), a kernel with an inner split (``inner_split``) cuts along its
+dims instead, if they are longer.
 Handing a block to a pool thread and back costs about 45 µs on a 2-CPU
 cloud VM, which is why small calls run whole.
 
@@ -241,34 +244,41 @@ class CpuKernel:
 
     ``split`` (from :func:`fuser_mlir.lowering.cpu_split.split_dims`; None:
     the segment runs whole) gives per argument the dim along which a call
-    may be cut into blocks that run side by side (see :meth:`_block_count`).
+    may be cut into blocks that run side by side (see :meth:`_block_count`);
+    ``inner_split`` (:func:`~fuser_mlir.lowering.cpu_split.inner_split_dims`)
+    another such dim, taken where ``split``'s dims are shorter than the
+    threads (a ``[1, rows, columns]`` layer norm).
     """
 
     def __init__(
         self, address: int, arg_kinds: Sequence[ArgKind], *, name: str = "", keepalive: object = None,
-        split: Sequence[int | None] | None = None,
+        split: Sequence[int | None] | None = None, inner_split: Sequence[int | None] | None = None,
     ):
         if not address:
             raise ValueError(f"CpuKernel {name or '<unnamed>'}: the entry point address is null")
         self.name = name
         self.arg_kinds = tuple(arg_kinds)
         self.split = check_split(split, self.arg_kinds, name)
+        self.inner_split = check_split(inner_split, self.arg_kinds, name) if self.split is not None else None
         #: (argument, split dim, item size) of each argument a call cuts into blocks
-        self._cut = tuple(
-            (i, dim, numpy_dtype(self.arg_kinds[i].dtype).itemsize) for i, dim in enumerate(self.split or ()) if dim is not None
-        )
+        self._cut = self._cut_of(self.split)
+        self._inner_cut = self._cut_of(self.inner_split)
         self._cut_args = tuple(index for index, _, _ in self._cut)
         self._keepalive = keepalive
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._storage: list[object] = []  # descriptors, pointer cells, scalars (kept alive)
         self._descriptors: dict[int, ctypes.Array] = {}  # tensor argument -> its descriptor
-        self._blocks: dict[int, list] = {}  # number of blocks -> _block_arguments
+        self._blocks: dict[tuple, list] = {}  # (cut, number of blocks) -> _block_arguments
         self._setters: list[Callable] = []
         self._packed = (ctypes.c_void_p * max(1, len(self.arg_kinds)))()
         for index, kind in enumerate(self.arg_kinds):
             self._packed[index] = self._prepare(index, kind)
         self._packed_address = ctypes.addressof(self._packed)  # an int converts faster than the array
         self._lock = threading.Lock()
+
+    def _cut_of(self, split: tuple | None) -> tuple:
+        """(argument, dim, item size) of each argument ``split`` cuts."""
+        return tuple((i, dim, numpy_dtype(self.arg_kinds[i].dtype).itemsize) for i, dim in enumerate(split or ()) if dim is not None)
 
     def _prepare(self, index: int, kind: ArgKind) -> int:
         """Allocate the storage of one argument; return what its packed slot points to."""
@@ -288,38 +298,46 @@ class CpuKernel:
         if len(args) != len(self._setters):
             raise TypeError(f"CpuKernel {self.name}: expected {len(self._setters)} arguments, got {len(args)}")
         length = blocks = 1
+        cut = self._cut
         if self._cut_args:  # a sum of sizes first: the split costs small calls next to nothing
             nbytes = 0
             for index in self._cut_args:
                 nbytes += args[index].nbytes
             if nbytes >= 2 * BLOCK_BYTES:
-                length, blocks = self._block_count(args, nbytes)
+                cut, length, blocks = self._block_count(args, nbytes)
         with self._lock:
             for setter, value in zip(self._setters, args):
                 setter(value)
             if blocks == 1:
                 self._function(self._packed_address)
             else:
-                self._call_in_blocks(length, blocks)
+                self._call_in_blocks(cut, length, blocks)
 
-    def _block_count(self, args: Sequence[object], nbytes: int) -> tuple[int, int]:
-        """The length of the split dims of a call on ``args`` whose split
-        arguments hold ``nbytes``, and how many blocks it runs as: 1 unless
-        the split arguments agree on that length; else one a
+    def _block_count(self, args: Sequence[object], nbytes: int) -> tuple[tuple, int, int]:
+        """The cut of a call on ``args`` whose split arguments hold
+        ``nbytes`` (the split's, or the inner split's where the split's dims
+        are shorter than the threads and the inner split's are not), the
+        length of its dims, and how many blocks the call runs as: 1 unless
+        the cut arguments agree on that length; else one a
         :data:`BLOCK_BYTES` of them, at most ``FUSER_CPU_THREADS``
         (:func:`fuser_mlir.config.cpu_threads`) and at most one a row."""
-        first, dim, _ = self._cut[0]
-        length = args[first].shape[dim]
-        if any(args[index].shape[d] != length for index, d, _ in self._cut):
-            return length, 1  # independent loop nests over arrays of different lengths
-        return length, max(1, min(_threads(), length, nbytes // BLOCK_BYTES))
+        threads = _threads()
+        cut = self._cut
+        length = _agreed_length(args, cut)
+        if length < threads and self._inner_cut:
+            inner = _agreed_length(args, self._inner_cut)
+            if inner > length:
+                cut, length = self._inner_cut, inner
+        if length < 0:
+            return cut, 0, 1  # independent loop nests over arrays of different lengths
+        return cut, length, max(1, min(threads, length, nbytes // BLOCK_BYTES))
 
-    def _call_in_blocks(self, length: int, blocks: int) -> None:
+    def _call_in_blocks(self, cut: tuple, length: int, blocks: int) -> None:
         """Run the filled-in call as ``blocks`` calls on consecutive blocks
-        of the split dims, the first on this thread, the others on the pool
-        (ctypes releases the GIL while the kernel runs)."""
+        of the dims ``cut`` names, the first on this thread, the others on
+        the pool (ctypes releases the GIL while the kernel runs)."""
         addresses = []
-        for k, (address, parts) in enumerate(self._block_arguments(blocks)):
+        for k, (address, parts) in enumerate(self._block_arguments(cut, blocks)):
             start, stop = length * k // blocks, length * (k + 1) // blocks
             for part, whole, size_at, stride_at, itemsize in parts:
                 part[:] = whole
@@ -336,20 +354,20 @@ class CpuKernel:
             for future in pending:
                 future.result()
 
-    def _block_arguments(self, blocks: int) -> list[tuple[int, list]]:
-        """Per block of a call cut into ``blocks``: the address of its packed
-        arguments, and the descriptors a call fills for it (each with the
-        whole argument's descriptor, and where its split dim's size and
-        stride are). Its other arguments are the kernel's own. Made once
-        per number of blocks."""
-        made = self._blocks.get(blocks)
+    def _block_arguments(self, cut: tuple, blocks: int) -> list[tuple[int, list]]:
+        """Per block of a call cut (``cut``) into ``blocks``: the address of
+        its packed arguments, and the descriptors a call fills for it (each
+        with the whole argument's descriptor, and where its cut dim's size
+        and stride are). Its other arguments are the kernel's own. Made once
+        per cut and number of blocks."""
+        made = self._blocks.get((cut, blocks))
         if made is not None:
             return made
         made = []
         for _ in range(blocks):
             packed = (ctypes.c_void_p * len(self._packed))(*self._packed)
             parts = []
-            for index, dim, itemsize in self._cut:
+            for index, dim, itemsize in cut:
                 whole = self._descriptors[index]
                 part = (ctypes.c_int64 * len(whole))()
                 cell = ctypes.c_void_p(ctypes.addressof(part))
@@ -358,12 +376,22 @@ class CpuKernel:
                 parts.append((part, whole, 3 + dim, 3 + (len(whole) - 3) // 2 + dim, itemsize))
             self._storage.append(packed)
             made.append((ctypes.addressof(packed), parts))
-        self._blocks[blocks] = made
+        self._blocks[(cut, blocks)] = made
         return made
 
     def __repr__(self) -> str:
         kinds = ", ".join(k.dtype if k.rank is None else f"{k.dtype}[{k.rank}d]" for k in self.arg_kinds)
         return f"CpuKernel({self.name}: {kinds})"
+
+
+def _agreed_length(args: Sequence[object], cut: tuple) -> int:
+    """The length of the dims ``cut`` names in ``args``, or -1 where the
+    arguments do not agree on it."""
+    first, dim, _ = cut[0]
+    length = args[first].shape[dim]
+    if any(args[index].shape[d] != length for index, d, _ in cut):
+        return -1
+    return length
 
 
 #: Bytes of split arguments a block of a call takes at least: below about
@@ -547,12 +575,15 @@ def check_library(data: bytes) -> str | None:
     return None
 
 
-def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict, splits: dict | None = None) -> dict:
+def image_spec(
+    library: str, kernels: dict[str, Sequence[ArgKind]], target: dict, splits: dict | None = None, inner_splits: dict | None = None
+) -> dict:
     """The JSON-able spec of a CPU image: the library's path in the image,
     each segment's entry symbol, argument kinds and split dims (``splits``:
-    segment -> :attr:`CpuKernel.split`; absent or None: it runs whole), and
-    the target."""
+    segment -> :attr:`CpuKernel.split`; absent or None: it runs whole; and
+    ``inner_splits``: :attr:`CpuKernel.inner_split`), and the target."""
     splits = splits or {}
+    inner_splits = inner_splits or {}
     return {
         "library": library,
         "target": target,
@@ -561,6 +592,7 @@ def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict
                 "symbol": "_mlir__mlir_ciface_" + name,
                 "args": [[k.dtype, k.rank] for k in kinds],
                 "split": None if splits.get(name) is None else list(splits[name]),
+                "inner_split": None if inner_splits.get(name) is None else list(inner_splits[name]),
             }
             for name, kinds in kernels.items()
         },
@@ -595,7 +627,7 @@ def load_kernels(spec: dict, read: Callable[[str], bytes], device: str) -> dict[
             raise ArtifactError(f"the kernel library {library_path} has no entry point {entry['symbol']} (segment {name})") from None
         kinds = [ArgKind(dtype, rank) for dtype, rank in entry["args"]]
         try:
-            kernels[name] = CpuKernel(address, kinds, name=name, keepalive=library, split=entry.get("split"))
+            kernels[name] = CpuKernel(address, kinds, name=name, keepalive=library, split=entry.get("split"), inner_split=entry.get("inner_split"))
         except ValueError as err:
             raise ArtifactError(f"the image's entry for segment {name} is malformed: {err}") from None
     return kernels

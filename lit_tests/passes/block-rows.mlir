@@ -30,11 +30,11 @@
 // CHECK:         %[[XCOLS:.*]] = memref.dim %[[X]], %{{.*}}
 // CHECK:         %[[OROWS:.*]] = memref.dim %[[OUT]], %{{.*}}
 // CHECK:         %[[OCOLS:.*]] = memref.dim %[[OUT]], %{{.*}}
-// CHECK:         %[[BUDGET:.*]] = arith.constant 4096 : index
 // CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
 // CHECK:         %[[XROW:.*]] = arith.muli %[[FOUR]], %[[XCOLS]]
 // CHECK:         %[[OROW:.*]] = arith.muli %{{.*}}, %[[OCOLS]]
 // CHECK:         %[[ROW:.*]] = arith.addi %[[XROW]], %[[OROW]]
+// CHECK:         %[[BUDGET:.*]] = arith.constant 4096 : index
 // CHECK:         %[[NONZERO:.*]] = arith.maxui %{{.*}}, %[[ROW]]
 // CHECK:         %[[FIT:.*]] = arith.divui %[[BUDGET]], %[[NONZERO]]
 // CHECK:         %[[STEP:.*]] = arith.maxui %{{.*}}, %[[FIT]]
@@ -101,6 +101,62 @@ func.func @static_columns(%x: memref<?x8xf32, strided<[?, ?], offset: ?>>, %out:
     %0 = arith.addf %a, %o : f32
     linalg.yield %0 : f32
   }
+  return
+}
+
+// -----
+
+// A 3-D row max and shift: where one index of dim 0 holds more than a block
+// (and the arguments agree on dim 1), each of its indices is cut along dim 1
+// into blocks, two views deep; else blocks of dim 0, as in 2-D.
+// CHECK-LABEL: func.func @max_then_shift_3d(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %[[OUT:[^:]*]]: memref
+// CHECK:         %[[ROW:.*]] = arith.addi
+// CHECK:         arith.divui
+// CHECK:         %[[STEP:.*]] = arith.maxui
+// CHECK:         %[[SAME:.*]] = arith.cmpi eq
+// CHECK:         scf.if %[[SAME]] {
+// CHECK:           %[[LONG:.*]] = arith.cmpi ugt, %[[ROW]], %{{.*}}
+// CHECK:           %[[SAME1:.*]] = arith.cmpi eq
+// CHECK:           arith.divui
+// CHECK:           %[[INNER:.*]] = arith.maxui
+// CHECK:           %[[BOTH:.*]] = arith.andi %[[LONG]], %[[SAME1]]
+// CHECK:           scf.if %[[BOTH]] {
+// CHECK:             scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %[[ONE:[^ ]*]] {
+// CHECK:               scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %[[INNER]] {
+// CHECK:                 %[[XI:.*]] = memref.subview %[[X]][%[[I]], %{{.*}}, %{{.*}}] [%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK:                 %[[XB:.*]] = memref.subview %[[XI]][%{{.*}}, %[[R]], %{{.*}}]
+// CHECK:                 %[[OI:.*]] = memref.subview %[[OUT]][%[[I]], %{{.*}}, %{{.*}}]
+// CHECK:                 %[[OB:.*]] = memref.subview %[[OI]][%{{.*}}, %[[R]], %{{.*}}]
+// CHECK:                 func.call @max_then_shift_3d_rows(%[[XB]], %[[OB]])
+// CHECK:           } else {
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[STEP]] {
+// CHECK:               func.call @max_then_shift_3d_rows(
+// CHECK:         } else {
+// CHECK:           func.call @max_then_shift_3d_rows(%[[X]], %[[OUT]])
+func.func @max_then_shift_3d(%x: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %out: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>)
+    attributes {fuser.num_inputs = 1 : i64, llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %cst = arith.constant 0xFF800000 : f32
+  %d0 = memref.dim %x, %c0 : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+  %d1 = memref.dim %x, %c1 : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+  %max = memref.alloc(%d0, %d1) : memref<?x?x1xf32>
+  linalg.fill ins(%cst : f32) outs(%max : memref<?x?x1xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>) outs(%max : memref<?x?x1xf32>) {
+  ^bb0(%a: f32, %m: f32):
+    %0 = arith.maximumf %a, %m : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %max : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x1xf32>) outs(%out : memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %0 = arith.subf %a, %m : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %max : memref<?x?x1xf32>
   return
 }
 

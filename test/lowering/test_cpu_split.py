@@ -255,6 +255,43 @@ def test_split_dims_travel_with_the_kernel_image():
     assert [entry["split"] for entry in compiled.image.spec["kernels"].values()] == [[0, 0, None, 0]]
 
 
+def softmax_of_rows_of_batches(fd, x):
+    e = fd.ops.exp(x - fd.ops.max(x, dims=[2], keepdim=True))
+    fd.add_output(e / fd.ops.sum(e, dims=[2], keepdim=True))
+
+
+@pytest.mark.parametrize(
+    "build, shape, inner",
+    [
+        (softmax_of_rows_of_batches, [-1, -1, -1], (1, 1)),  # split along the batch, inner split along the rows
+        (softmax, [-1, -1], None),  # one parallel loop
+        (column_sum, [-1, -1], None),
+        (scaled, [-1, -1], (1, None, 1)),  # columns: a call on one long row runs on the threads too
+        (outer_product, [-1, -1], None),  # the columns would cut v and read y whole: other arguments than the rows
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_which_segments_have_an_inner_split(build, shape, inner):
+    compiled = compile_fusion(fusion_of(build, shape), device="cpu")
+    assert [kernel.inner_split for kernel in compiled.kernels.values()] == [inner]
+    assert [entry["inner_split"] for entry in compiled.image.spec["kernels"].values()] == [None if inner is None else list(inner)]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_a_batch_shorter_than_the_threads_is_cut_along_its_rows(batch):
+    fd = fusion_of(softmax_of_rows_of_batches, [-1, -1, -1])
+    rng = np.random.default_rng()
+    x = rng.standard_normal((batch, 40, 33)).astype(np.float32)
+    entry = x.copy()
+    (expected,) = evaluate(fd, [x])
+    out = np.full(x.shape, np.nan, np.float32)
+    with cut_into_blocks(threads=3) as counts:
+        fd.execute([x], outputs=[out])
+    assert counts["cut"] == 1 and counts["cut along the inner split"] == (batch < 3)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(x, entry)
+
+
 def test_nests_over_arrays_of_different_lengths_run_whole():
     fd = fusion_of(two_nests, [-1, -1])
     rng = np.random.default_rng(7)

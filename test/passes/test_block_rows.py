@@ -1,9 +1,10 @@
 """fuser-block-rows in the CPU pipeline (fuser_mlir/passes/block_rows.py).
 
 Segments whose loop nests share a buffer (a row softmax, a layer norm, two
-outputs of one input) run block by block of rows. Each case runs with blocks
-of one row (``block-bytes=1``) and of a few rows, on row counts that leave a
-short last block, against the float64 reference (outputs poisoned with NaN,
+outputs of one input) run block by block of rows (of dim 1 within each index
+of dim 0 where that index alone is larger than a block). Each case runs with
+blocks of one row (``block-bytes=1``) and of a few rows, on row counts that
+leave a short last block, against the float64 reference (outputs poisoned with NaN,
 inputs checked unchanged), and is the same to the bit as the pipeline's
 without the pass (``block-bytes=0``): blocking changes which rows a call
 sees, never the arithmetic of an element. In a block whose exp values take
@@ -51,16 +52,22 @@ def softmax_of_a_3d_array(fd, x, w):
     fd.add_output(e / fd.ops.sum(e, dims=[2], keepdim=True))
 
 
+def softmax_of_a_batch_of_one(fd, x, w):
+    # one index of dim 0 holds all the rows: with blocks smaller than it, its rows are cut along dim 1
+    softmax_of_a_3d_array(fd, x, w)
+
+
 CASES = {
     row_softmax: lambda rows: [(rows, 37)],
     layer_norm: lambda rows: [(rows, 37), (37,)],
     two_outputs_of_one_input: lambda rows: [(rows, 37)],
     softmax_of_a_3d_array: lambda rows: [(rows, 3, 7)],
+    softmax_of_a_batch_of_one: lambda rows: [(1, rows, 7)],
 }
 
 
 #: The cases whose blocks compute exp once an element (fuser-share-call-results).
-SHARED_EXP = (row_softmax, softmax_of_a_3d_array)
+SHARED_EXP = (row_softmax, softmax_of_a_3d_array, softmax_of_a_batch_of_one)
 
 
 def with_block_bytes(monkeypatch, block_bytes: int):

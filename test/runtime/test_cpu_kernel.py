@@ -32,7 +32,7 @@ _SCALAR_READ = {
 }
 
 
-def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None) -> CpuKernel:
+def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None, inner_split=None) -> CpuKernel:
     """A CpuKernel whose code records each argument: a descriptor as its
     words, a scalar as the value stored in its slot."""
 
@@ -50,7 +50,7 @@ def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None) -
             action(received)
 
     address = ctypes.cast(entry, ctypes.c_void_p).value
-    return CpuKernel(address, kinds, name="fake", keepalive=entry, split=split)
+    return CpuKernel(address, kinds, name="fake", keepalive=entry, split=split, inner_split=inner_split)
 
 
 def data_pointer(array: np.ndarray) -> int:
@@ -134,14 +134,14 @@ def test_argument_count_and_null_address_are_errors() -> None:
 # -- calls cut into blocks (split kernels) ------------------------------------
 
 
-def block_calls(kinds: list[ArgKind], split, args, monkeypatch, *, threads: int | str = 3, block_bytes: int = 1) -> list[tuple]:
+def block_calls(kinds: list[ArgKind], split, args, monkeypatch, *, threads: int | str = 3, block_bytes: int = 1, inner_split=None) -> list[tuple]:
     """The argument lists (as fake_kernel records them) of the calls a
-    kernel splitting along ``split`` makes for one call on ``args``, by
-    their first descriptor's data pointer."""
+    kernel splitting along ``split`` (and ``inner_split``) makes for one
+    call on ``args``, by their first descriptor's data pointer."""
     monkeypatch.setenv("FUSER_CPU_THREADS", str(threads))
     monkeypatch.setattr(cpu_runtime, "BLOCK_BYTES", block_bytes)
     calls: list = []
-    kernel = fake_kernel(kinds, [], lambda received: calls.append(tuple(received)) or received.clear(), split=split)
+    kernel = fake_kernel(kinds, [], lambda received: calls.append(tuple(received)) or received.clear(), split=split, inner_split=inner_split)
     kernel(*args)
     return sorted(calls, key=lambda call: call[0][1])
 
@@ -191,6 +191,21 @@ def test_how_many_blocks_a_call_runs_as(threads, block_bytes, shapes, blocks, mo
     args = [np.zeros(shape, np.float32) for shape in shapes]
     calls = block_calls([ArgKind.tensor("float32", 2)] * 2, (0, 0), args, monkeypatch, threads=threads, block_bytes=block_bytes)
     assert len(calls) == blocks
+
+
+@pytest.mark.parametrize("batch, cut_dim", [(1, 1), (2, 0), (3, 0)])
+def test_an_inner_split_cuts_the_rows_where_the_batch_is_shorter_than_the_threads(batch, cut_dim, monkeypatch) -> None:
+    # a [batch, rows, columns] layer norm: split along dim 0, inner split along dim 1
+    x, out = np.zeros((batch, 6, 2), np.float32), np.zeros((batch, 6, 2), np.float32)
+    kinds = [ArgKind.tensor("float32", 3)] * 2
+    calls = block_calls(kinds, (0, 0), (x, out), monkeypatch, threads=2, inner_split=(1, 1))
+    assert len(calls) == 2
+    lengths = [call[0][3 + cut_dim] for call in calls]
+    assert sum(lengths) == x.shape[cut_dim]
+    stride = x.strides[cut_dim]
+    assert [call[0][1] - data_pointer(x) for call in calls] == [0, lengths[0] * stride]
+    assert [call[1][1] - data_pointer(out) for call in calls] == [0, lengths[0] * stride]
+    assert all(call[0][3 + d] == x.shape[d] for call in calls for d in range(3) if d != cut_dim)
 
 
 def test_a_malformed_split_is_refused() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir import pipeline as P
 
 #: The float dtypes the pass tests run, and the tolerance of each against
 #: the float64 reference.
@@ -44,10 +45,20 @@ def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
 
 
+def edit_pipeline(monkeypatch, old: str, new: str) -> None:
+    """Compile the CPU kernels made from here on with ``old`` in
+    ``fuser-cpu-pipeline`` replaced by ``new``."""
+    text = P.PIPELINES["fuser-cpu-pipeline"]
+    assert old in text
+    monkeypatch.setitem(P.PIPELINES, "fuser-cpu-pipeline", text.replace(old, new))
+
+
+def with_pass_option(monkeypatch, name: str, option: str, value: int) -> None:
+    """Compile the CPU kernels made from here on with pass ``name`` run
+    with ``option=value``."""
+    edit_pipeline(monkeypatch, name, f"{name}{{{option}={value}}}")
+
+
 def pipeline_without(monkeypatch, name: str) -> None:
     """Compile the CPU kernels made from here on without pass ``name``."""
-    from fuser_mlir import pipeline as P
-
-    text = P.PIPELINES["fuser-cpu-pipeline"]
-    assert f"{name}, " in text
-    monkeypatch.setitem(P.PIPELINES, "fuser-cpu-pipeline", text.replace(f"{name}, ", ""))
+    edit_pipeline(monkeypatch, f"{name}, ", "")

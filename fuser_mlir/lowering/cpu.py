@@ -169,18 +169,20 @@ def _check_symbols(module: ir.Module, source: str) -> None:
         )
 
 
-def segment_splits(module: ir.Module, kinds: dict[str, list[ArgKind]], read=split_dims) -> dict[str, tuple | None]:
+def segment_splits(module: ir.Module, kinds: dict[str, list[ArgKind]]) -> tuple[dict[str, tuple | None], dict[str, tuple | None]]:
     """Per segment of ``module`` (at the memref level), the dims along which
     its calls may be cut into blocks that run side by side, or None
-    (``read``: :func:`fuser_mlir.lowering.cpu_split.split_dims`, or
-    :func:`~fuser_mlir.lowering.cpu_split.inner_split_dims` for the inner
-    splits)."""
+    (:func:`fuser_mlir.lowering.cpu_split.split_dims`); and the same for its
+    inner split (:func:`~fuser_mlir.lowering.cpu_split.inner_split_dims`)."""
     splits: dict[str, tuple | None] = {}
+    inner_splits: dict[str, tuple | None] = {}
     for op in module.body.operations:
         op = op.operation
         if op.name == "func.func" and symbol_name(op) in kinds:
-            splits[symbol_name(op)] = read(op)
-    return splits
+            name = symbol_name(op)
+            splits[name] = split_dims(op)
+            inner_splits[name] = inner_split_dims(op, splits[name])
+    return splits, inner_splits
 
 
 def cpu_pipeline(vector_library: str = "") -> str:
@@ -262,8 +264,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     before_loops, loops = split_pipeline(cpu_pipeline(vector_library))
     try:
         run_pipeline(lowered, before_loops)
-        splits = segment_splits(lowered, kinds)
-        inner_splits = segment_splits(lowered, kinds, inner_split_dims)
+        splits, inner_splits = segment_splits(lowered, kinds)
         lowered = copies_as_linalg(lowered)
         run_pipeline(lowered, loops)
     except PipelineError as err:

@@ -91,19 +91,20 @@ def split_dims(function: ir.Operation) -> tuple[int | None, ...] | None:
         return None
 
 
-def inner_split_dims(function: ir.Operation) -> tuple[int | None, ...] | None:
+def inner_split_dims(function: ir.Operation, outer: tuple[int | None, ...] | None) -> tuple[int | None, ...] | None:
     """A second way to cut the calls of ``function``: per argument, the dim
     its blocks are cut along when a nest with no split operand yet takes
     its second candidate loop, not its first (the rows of a ``[batch, rows,
     columns]`` layer norm, where :func:`split_dims` takes the batch); None
     where that does not split, or does not cut the same arguments as
-    :func:`split_dims` along other dims."""
-    outer = split_dims(function)
+    ``outer`` (what :func:`split_dims` gave) along other dims."""
+    if outer is None:
+        return None
     try:
         inner = _split_dims(function, skip=1)
     except _NotSplittable:
         return None
-    if outer is None or [d is None for d in outer] != [d is None for d in inner]:
+    if [d is None for d in outer] != [d is None for d in inner]:
         return None
     if any(o == i for o, i in zip(outer, inner) if o is not None):
         return None

@@ -1142,7 +1142,8 @@ def _padded(columns: ir.Value) -> ir.Value:
     return arith.MulIOp(arith.CeilDivUIOp(columns, pad).result, pad).result
 
 
-def _element_bytes(element: ir.Type) -> int:
+def element_bytes(element: ir.Type) -> int:
+    """Bytes of one element of a buffer of ``element``s (``index``: 8)."""
     if isinstance(element, ir.IndexType):
         return 8
     width = ir.FloatType(element).width if isinstance(element, ir.FloatType) else ir.IntegerType(element).width
@@ -1409,7 +1410,7 @@ def _guarded(inside: ir.Value, element: ir.Type, load) -> ir.Value:
 
 def _narrow(reductions: Sequence[Generic]) -> bool:
     """Whether every accumulator of ``reductions`` is 32-bit (a warp shuffle's width)."""
-    return all(_element_bytes(ir.MemRefType(o.type).element_type) == 4 for g in reductions for o in g.outputs)
+    return all(element_bytes(ir.MemRefType(o.type).element_type) == 4 for g in reductions for o in g.outputs)
 
 
 def _uses_dim(amap: ir.AffineMap, dim: int) -> bool:
@@ -1963,7 +1964,7 @@ class _RowWalk:
                 view, index = staged, self.staged_index(col)
             else:
                 view, index = k.view_argument(operand, lanes), self.vector_index(operand, amap, slot, slot.safe is not None)
-            if slot.safe is not None and self.noncoherent and view is not staged and self.weight(amap) and lanes * _element_bytes(element) == VECTOR_BYTES:
+            if slot.safe is not None and self.noncoherent and view is not staged and self.weight(amap) and lanes * element_bytes(element) == VECTOR_BYTES:
                 loaded = _noncoherent_vector(view, index)
             elif slot.safe is not None:  # clamped: a dense operand (a scalar one too: SCALAR_CACHED_ROWS)
                 loaded = memref.LoadOp(view, [index]).result
@@ -2171,7 +2172,7 @@ class _RowBuffer:
         self.weight_regions, self.weight_bytes = self._regions(weights, 0)  # (operand, map text) -> (element, bytes a column before it)
         self.row_regions, end = self._regions(rows, self.weight_bytes)  # buffer 0's
         self.row_bytes = end - self.weight_bytes
-        self.bytes = (self.row_bytes, tuple(_element_bytes(element) for element, _ in self.weight_regions.values()))  # a column: a row buffer's, each weight's
+        self.bytes = (self.row_bytes, tuple(element_bytes(element) for element, _ in self.weight_regions.values()))  # a column: a row buffer's, each weight's
         self.regions = {**self.weight_regions, **self.row_regions}
 
     @staticmethod
@@ -2180,7 +2181,7 @@ class _RowBuffer:
         for key in inputs:
             element = ir.MemRefType(key[0].type).element_type
             regions[key] = (element, offset)
-            offset += _element_bytes(element)
+            offset += element_bytes(element)
         return regions, offset
 
     def open(self, k: "_Kernel", loop: scf.ForOp, sizes: list, p: int, lanes: int, depth: int) -> ir.Value:
@@ -2242,14 +2243,14 @@ class _RowBuffer:
         n = len(self.sizes)
         ivs = k.delinearize(row, self.sizes[: self.p]) + [k.zero] * (n - self.p)
         regions = self.regions
-        weight_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.weight_regions)
-        row_bytes = sum(_element_bytes(regions[key][0]) for key in inputs if key in self.row_regions)
+        weight_bytes = sum(element_bytes(regions[key][0]) for key in inputs if key in self.weight_regions)
+        row_bytes = sum(element_bytes(regions[key][0]) for key in inputs if key in self.row_regions)
         barrier = _mbarrier(self.barriers, which)
         _expect_bytes(barrier, arith.AddIOp(_scaled(self.weight_copied, weight_bytes), _scaled(self.columns, row_bytes)).result)
         buffer = self._buffer(which)
         for (operand, text), amap in inputs.items():
             element, offset = regions[(operand, text)]
-            size = _element_bytes(element)
+            size = element_bytes(element)
             flat = k.linear_index(operand, k.indices(amap, ivs))
             source = _pointer(k.view_argument(operand, self.lanes), _scaled(flat, size), 1)
             if (operand, text) in self.row_regions:
@@ -2280,7 +2281,7 @@ def _packed_again(cache: dict, lanes: int) -> None:
     i32 = ir.IntegerType.get_signless(32)
     words = lanes // 2
     for key, values in list(cache.items()):
-        if key[2] is None or _element_bytes(values[0].type) != 2:
+        if key[2] is None or element_bytes(values[0].type) != 2:
             continue  # a value per row, or not 16-bit
         loaded = vector.FromElementsOp(ir.VectorType.get([lanes], values[0].type), values).result
         packed = vector.BitCastOp(ir.VectorType.get([words], i32), loaded).result
@@ -2296,7 +2297,7 @@ def _asm_words(vtype: ir.Type, operands: list, text: str, constraints: list[str]
     ``constraints``, numbered after the outputs)."""
     i32 = ir.IntegerType.get_signless(32)
     vtype = ir.VectorType(vtype)
-    count = vtype.shape[0] * _element_bytes(vtype.element_type) // 4
+    count = vtype.shape[0] * element_bytes(vtype.element_type) // 4
     struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * count) + ")>")
     asm = llvm.InlineAsmOp(struct, operands, text, ",".join(["=r"] * count + constraints), has_side_effects=True).result
     words = vector.FromElementsOp(ir.VectorType.get([count], i32), [llvm.ExtractValueOp(i32, asm, [w]).result for w in range(count)]).result
@@ -2353,7 +2354,7 @@ def _bulk_rows(operand: ir.Value, lanes: int) -> bool:
     ``lanes`` columns, start and end on 16 bytes, as bulk copies and
     prefetches need: its vectors are 16 bytes (a bfloat16 input among
     float32 ones has 8-byte vectors, its rows 8-byte multiples)."""
-    return _element_bytes(ir.MemRefType(operand.type).element_type) * lanes == VECTOR_BYTES
+    return element_bytes(ir.MemRefType(operand.type).element_type) * lanes == VECTOR_BYTES
 
 
 #: ``llvm.getelementptr``'s marker of an index taken from its dynamic operands.
@@ -2668,7 +2669,7 @@ class _SegmentScheduler:
         outs = list(g.body.arguments)[len(g.inputs) :]
         if any(list(a.uses) for a in outs) or any(op.name == "linalg.index" for op in g.body.operations):
             return None
-        return _vector_lanes([(_element_bytes(ir.MemRefType(v.type).element_type), self.layout(v)[1]) for v, _ in tensors])
+        return _vector_lanes([(element_bytes(ir.MemRefType(v.type).element_type), self.layout(v)[1]) for v, _ in tensors])
 
     def flat_pointwise(self, g: Generic, lanes: int, when: list | None = None, whole_rows: bool = False) -> None:
         """Dense operands read at a flat index, ``lanes`` elements per load and
@@ -3008,7 +3009,7 @@ class _SegmentScheduler:
                 continue
             if not _column_last(amap, inner) or not self.layout(operand)[0]:
                 return None
-            widths.append((_element_bytes(ir.MemRefType(operand.type).element_type), self.layout(operand)[1]))
+            widths.append((element_bytes(ir.MemRefType(operand.type).element_type), self.layout(operand)[1]))
         return widths
 
     def outer_lanes(self, g: Generic) -> int:
@@ -3637,7 +3638,7 @@ class _SegmentScheduler:
                 if operand in done or not _bulk_rows(operand, lanes):
                     continue
                 done.add(operand)
-                element = _element_bytes(ir.MemRefType(operand.type).element_type)
+                element = element_bytes(ir.MemRefType(operand.type).element_type)
                 view = k.view_argument(operand, lanes)  # (before the descriptor linear_index may add: the kernel's argument order)
                 flat = k.linear_index(operand, k.indices(amap, ivs))
                 address = _pointer(view, _scaled(flat, element), 1)
@@ -3707,7 +3708,7 @@ class _SegmentScheduler:
         for key, steps in readers.items():
             if len(steps) > 1:
                 layout[key] = (elements[key], offset)
-                offset += _element_bytes(elements[key])
+                offset += element_bytes(elements[key])
         return layout, offset
 
     def row_registers(self, plan: "_RowPlan", keep: set, lanes: int, scalar: bool = False):
@@ -3740,13 +3741,13 @@ class _SegmentScheduler:
                 (full if all(_uses_dim(amap, d) for d in range(p)) else weights).add((operand, str(amap)))
 
         def words(entries) -> float:  # 32-bit words a column of each (kept temporaries: computed values)
-            return sum(_element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
+            return sum(element_bytes(ir.MemRefType(e[0].type).element_type) / 4 if isinstance(e, tuple) else 1 for e in entries)
 
         full_words, weight_words = words(full), words(weights)
         reductions = [g for g, role in plan.steps if role == "reduce"]
         packable = (  # PACKED_ROWS: every row operand 16-bit, no kept temporary, no function in a reduction
             PACKED_ROWS and not scalar and not keep and full
-            and all(_element_bytes(ir.MemRefType(o.type).element_type) == 2 for o, _ in full)
+            and all(element_bytes(ir.MemRefType(o.type).element_type) == 2 for o, _ in full)
             and not any(op.name == "func.call" or op.name.startswith("math.") for g in reductions for op in g.body.operations)
         )
 

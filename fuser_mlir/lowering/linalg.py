@@ -23,7 +23,8 @@ The element computations come from :mod:`fuser_mlir.lowering.scalar`.
 Result sizes that are dynamic are taken with ``tensor.dim`` from an operand
 that has the same size in that dim.
 
-:func:`view_along` cuts a strided view out of a memref along one dim, and
+:func:`view_along` cuts a strided view out of a memref along one dim,
+:func:`buffer_generic` makes a generic on buffers to fill and
 :func:`clone_ops` copies a generic's body ops, for the passes that rewrite
 linalg on memrefs (``fuser-unroll-jam-reductions``, ``fuser-block-rows``,
 ``fuser-share-call-results``).
@@ -94,6 +95,16 @@ def dim_size(value: ir.Value, dim: int, *, loc=None, ip=None) -> ir.Value:
         return tensor.DimOp(value, index_constant(dim)).result
 
 
+def memref_dim_size(buffer: ir.Value, dim: int, *, loc=None, ip=None) -> ir.Value:
+    """The size of ``dim`` of a memref value, as an ``index`` (a constant
+    where its type has one)."""
+    with building(loc, ip):
+        static = ir.MemRefType(buffer.type).shape[dim]
+        if not ir.ShapedType.is_dynamic_size(static):
+            return index_constant(static)
+        return memref.DimOp(buffer, index_constant(dim)).result
+
+
 def view_along(
     source: ir.Value, sizes: Sequence[ir.Value], position: int, offset: ir.Value, size: ir.Value, stride: ir.Value, *, loc=None, ip=None
 ) -> ir.Value:
@@ -112,6 +123,18 @@ def view_along(
         layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * rank)
         view_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * rank, source_type.element_type, layout, source_type.memory_space)
         return memref.subview(source, offsets, sizes, strides, result_type=view_type)
+
+
+def buffer_generic(
+    inputs: Sequence[ir.Value], outputs: Sequence[ir.Value], maps: Sequence[ir.AffineMap], iterators: ir.Attribute, types: Sequence[ir.Type],
+    *, loc=None, ip=None,
+) -> tuple[ir.Operation, ir.Block]:
+    """A ``linalg.generic`` on buffers (no results) with an empty body block
+    of argument ``types``, for the caller to fill; the op and the block."""
+    with building(loc, ip):
+        maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
+        op = linalg.GenericOp([], list(inputs), list(outputs), maps_attr, iterators)
+        return op.operation, op.regions[0].blocks.append(*types)
 
 
 def clone_ops(ops: Sequence[ir.Operation], local: dict) -> None:

@@ -61,8 +61,9 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, func, ir, memref, scf
 from fuser_mlir.lowering.cpu_split import inner_split_dims, split_dims
-from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
-from fuser_mlir.lowering.linalg import index_constant, view_along
+from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR, func_name
+from fuser_mlir.lowering.gpu_schedule import element_bytes
+from fuser_mlir.lowering.linalg import index_constant, memref_dim_size, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 #: Marks the function that runs one block of rows (``fuser-share-call-results`` works in those).
@@ -86,13 +87,6 @@ def _shares_a_buffer(function: ir.Operation) -> bool:
     return False
 
 
-def element_bytes(element: ir.Type) -> int:
-    """Bytes of one element of a buffer of ``element``s."""
-    if isinstance(element, (ir.FloatType, ir.IntegerType)):
-        return max(1, element.width // 8)
-    raise ValueError(f"fuser-block-rows: no byte size for element type {element}")
-
-
 def rows_split(function: ir.Operation) -> tuple[list[bool], bool] | None:
     """Per argument of the segment ``function``, whether its blocks of rows
     are cut from it (True) or it is passed whole, and whether a row may be
@@ -104,20 +98,14 @@ def rows_split(function: ir.Operation) -> tuple[list[bool], bool] | None:
     split = split_dims(function)
     if split is None or any(dim not in (None, 0) for dim in split) or not _shares_a_buffer(function):
         return None
-    inner = inner_split_dims(function)
+    inner = inner_split_dims(function, split)
     return [dim == 0 for dim in split], inner is not None and all(dim in (None, 1) for dim in inner)
-
-
-def _sizes(buffer: ir.Value) -> list[ir.Value]:
-    """The size of each dim of ``buffer``: a constant where its type has one."""
-    shape = ir.MemRefType(buffer.type).shape
-    return [memref.DimOp(buffer, index_constant(d)).result if ir.ShapedType.is_dynamic_size(n) else index_constant(n) for d, n in enumerate(shape)]
 
 
 def _row_bytes(buffers: list[ir.Value], sizes: dict, dim: int = 0) -> ir.Value:
     """Bytes of one row (an index of ``dim``, with all of the dims after it)
     of all ``buffers`` together; ``sizes`` holds each buffer's dim sizes
-    (:func:`_sizes`)."""
+    (:func:`~fuser_mlir.lowering.linalg.memref_dim_size`)."""
     total = None
     for buffer in buffers:
         type_ = ir.MemRefType(buffer.type)
@@ -212,22 +200,24 @@ def _body_function(function: ir.Operation, name: str) -> None:
     body.attributes[ROW_BLOCK_ATTR] = ir.UnitAttr.get()
 
 
-def _unique_name(module: ir.Operation, base: str) -> str:
-    """``base``, or ``base`` with a number, that no symbol of ``module`` has."""
-    taken = {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.regions[0].blocks[0].operations if "sym_name" in op.operation.attributes}
+def _unique_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base`` with a number, that is not in ``taken`` (the
+    module's symbols), which learns it."""
     name, k = base, 1
     while name in taken:
         name, k = f"{base}{k}", k + 1
+    taken.add(name)
     return name
 
 
-def block_rows(module: ir.Operation, function: ir.Operation, block_bytes: int) -> bool:
-    """Rewrite ``function`` as the module docstring says; False where it does not fit."""
+def block_rows(function: ir.Operation, block_bytes: int, taken: set[str]) -> bool:
+    """Rewrite ``function`` as the module docstring says; False where it does
+    not fit. ``taken``: the module's symbol names (:func:`_unique_name`)."""
     found = rows_split(function)
     if found is None:
         return False
     cut, rows_cut_too = found
-    name = _unique_name(module, ir.StringAttr(function.attributes["sym_name"]).value + "_rows")
+    name = _unique_name(func_name(function) + "_rows", taken)
     _body_function(function, name)
     entry = function.regions[0].blocks[0]
     for op in reversed(list(entry.operations)):
@@ -235,7 +225,7 @@ def block_rows(module: ir.Operation, function: ir.Operation, block_bytes: int) -
     args = list(entry.arguments)
     split = [a for a, c in zip(args, cut) if c]
     with ir.InsertionPoint(entry), function.location:
-        sizes = {a: _sizes(a) for a in split}
+        sizes = {a: [memref_dim_size(a, d) for d in range(ir.MemRefType(a.type).rank)] for a in split}
         row_bytes = _row_bytes(split, sizes)
         step = _rows_per_block(block_bytes, row_bytes)
 
@@ -268,5 +258,7 @@ class BlockRowsPass(FuserPass):
             raise PassFailure()
         if self.block_bytes == 0:
             return
-        for function in list(module.regions[0].blocks[0].operations):
-            block_rows(module, function.operation, self.block_bytes)
+        functions = [op.operation for op in module.regions[0].blocks[0].operations]
+        taken = {func_name(op) for op in functions if "sym_name" in op.attributes}
+        for function in functions:
+            block_rows(function, self.block_bytes, taken)

@@ -76,10 +76,10 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, ir, linalg, memref, scf
 from fuser_mlir.analysis.segments import NUM_INPUTS_ATTR
-from fuser_mlir.lowering.gpu_schedule import Generic
-from fuser_mlir.lowering.linalg import clone_ops, index_constant
+from fuser_mlir.lowering.gpu_schedule import Generic, element_bytes
+from fuser_mlir.lowering.linalg import buffer_generic, clone_ops, index_constant, memref_dim_size
 from fuser_mlir.passes.base import FuserPass
-from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR, element_bytes
+from fuser_mlir.passes.block_rows import ROW_BLOCK_ATTR
 from fuser_mlir.passes.unroll_jam_reductions import reduced_loop
 
 #: The most bytes of new buffers a keep fills in one call of a block of rows.
@@ -191,23 +191,15 @@ def _shared(available: dict, leaves: dict, b: _Nest) -> list[tuple]:
             continue
         if all(len(use.owner.results) == 1 and taken(use.owner.results[0]) for use in value.uses):
             continue  # only used inside a larger shared value
-        if _covers_every_loop(leaves[key], len(b.g.iterators)):
+        if _names_every_loop([leaf.amap for leaf in leaves[key]], len(b.g.iterators)):
             pairs.append((available[key], value, leaves[key]))
     return pairs
 
 
-def _names_every_loop(amap: ir.AffineMap) -> bool:
-    return _covers_every_loop([_Leaf(None, amap)], amap.n_dims)
-
-
-def _covers_every_loop(leaves: list[_Leaf], loops: int) -> bool:
-    """Whether the maps of ``leaves`` name every loop (so that they fix the
-    loops' sizes: the two generics run over the same iterations)."""
-    named = set()
-    for leaf in leaves:
-        for expr in leaf.amap.results:
-            if isinstance(expr, ir.AffineDimExpr):
-                named.add(ir.AffineDimExpr(expr).position)
+def _names_every_loop(maps: list[ir.AffineMap], loops: int) -> bool:
+    """Whether ``maps`` together name every one of ``loops`` loops (so that
+    they fix the loops' sizes: two generics run over the same iterations)."""
+    named = {ir.AffineDimExpr(e).position for amap in maps for e in amap.results if isinstance(e, ir.AffineDimExpr)}
     return named == set(range(loops))
 
 
@@ -241,13 +233,6 @@ def _unwritten(between: list[ir.Operation], read: set) -> bool:
     return True
 
 
-def _generic(inputs: list[ir.Value], outputs: list[ir.Value], maps: list[ir.AffineMap], iterators: ir.Attribute, types: list[ir.Type]) -> tuple[ir.Operation, ir.Block]:
-    """An empty-bodied ``linalg.generic`` at the insertion point, and its body block."""
-    maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
-    op = linalg.GenericOp([], inputs, outputs, maps_attr, iterators)
-    return op.operation, op.regions[0].blocks.append(*types)
-
-
 def _buffer_type(element: ir.Type, leaves: list[_Leaf], loops: int) -> tuple[ir.MemRefType, list[ir.Value]]:
     """The type of a buffer of ``element``s with one dim a loop, each sized
     as the first of ``leaves`` whose map names the loop, and the size of
@@ -255,9 +240,8 @@ def _buffer_type(element: ir.Type, leaves: list[_Leaf], loops: int) -> tuple[ir.
     shape, sizes = [], []
     for loop in range(loops):
         leaf, position = next((leaf, p) for leaf in leaves for p, e in enumerate(leaf.amap.results) if isinstance(e, ir.AffineDimExpr) and ir.AffineDimExpr(e).position == loop)
-        size = ir.MemRefType(leaf.operand.type).shape[position]
-        shape.append(size)
-        sizes.append(memref.DimOp(leaf.operand, index_constant(position)).result if ir.ShapedType.is_dynamic_size(size) else index_constant(size))
+        shape.append(ir.MemRefType(leaf.operand.type).shape[position])
+        sizes.append(memref_dim_size(leaf.operand, position))
     return ir.MemRefType.get(shape, element), sizes
 
 
@@ -274,7 +258,7 @@ def _read_instead(b: Generic, pairs: list, buffers: list[ir.Value]) -> ir.Operat
     kept = _still_read(b, pairs)
     types = [args[k].type for k in kept] + [vb.type for _, vb, _ in pairs] + [a.type for a in args[count:]]
     maps = [b.maps[k] for k in kept] + [identity] * len(buffers) + b.maps[count:]
-    new_b, block = _generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
+    new_b, block = buffer_generic([b.inputs[k] for k in kept] + buffers, b.outputs, maps, b.op.attributes["iterator_types"], types)
     with ir.InsertionPoint(block):
         new_args = list(block.arguments)
         local = {args[k]: new_args[n] for n, k in enumerate(kept)}
@@ -291,7 +275,7 @@ def _writing_also(a: Generic, pairs: list, buffers: list[ir.Value]) -> None:
     through the identity map."""
     identity = ir.AffineMap.get_identity(len(a.iterators))
     types = [arg.type for arg in a.body.arguments] + [va.type for va, _, _ in pairs]
-    _, block = _generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
+    _, block = buffer_generic(a.inputs, a.outputs + buffers, a.maps + [identity] * len(buffers), a.op.attributes["iterator_types"], types)
     with ir.InsertionPoint(block):
         local = dict(zip(a.body.arguments, block.arguments))
         ops = list(a.body.operations)
@@ -402,8 +386,9 @@ def _stored_candidate(ops: list[ir.Operation], j: int, nests: _Nests) -> tuple |
         written = {stored for stored, _, _ in pairs} | read
         if not read.isdisjoint(a.g.outputs) or not all(_writes(op) is not None and written.isdisjoint(_writes(op)) for op in ops[i + 1 : j]):
             continue
-        full = sum(_names_every_loop(b.g.maps[k]) for k in _still_read(b.g, pairs)) + len(pairs)
-        if full <= sum(_names_every_loop(m) for m in b.g.maps[: len(b.g.inputs)]):
+        loops = len(b.g.iterators)
+        full = sum(_names_every_loop([b.g.maps[k]], loops) for k in _still_read(b.g, pairs)) + len(pairs)
+        if full <= sum(_names_every_loop([m], loops) for m in b.g.maps[: len(b.g.inputs)]):
             return b.g, pairs
     return None
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 from fuser_mlir._mlir import arith, ir, linalg, memref
 from fuser_mlir.lowering.gpu_schedule import Generic
-from fuser_mlir.lowering.linalg import clone_ops, index_constant, view_along
+from fuser_mlir.lowering.linalg import buffer_generic, clone_ops, index_constant, view_along
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
 
 
@@ -165,11 +165,9 @@ def _generic_like(g: Generic, inputs: list[ir.Value], maps: list[ir.AffineMap], 
     body is ``copies`` copies of ``g``'s: combined as a tree where ``g``'s
     body allows it (:func:`_reassociable`, :func:`_tree_body`), else chained
     (:func:`_chained_body`)."""
-    maps_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
-    op = linalg.GenericOp([], inputs, g.outputs, maps_attr, g.op.attributes["iterator_types"])
     count = len(g.inputs)
     types = [a.type for a in g.body.arguments]
-    block = op.regions[0].blocks.append(*(types[:count] * copies + types[count:]))
+    _, block = buffer_generic(inputs, g.outputs, maps, g.op.attributes["iterator_types"], types[:count] * copies + types[count:])
     with ir.InsertionPoint(block):
         if copies > 1 and _reassociable(g):
             _tree_body(g, block, copies)

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, poisoned, ulps_apart
+from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, pipeline_without, poisoned, ulps_apart, with_pass_option
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
-from fuser_mlir import pipeline as P
 
 ROWS = (1, 5, 23)
 BLOCK_BYTES = (1, 1000)  # one row a block; a few rows a block (rows of 37 to 148 bytes a buffer)
@@ -72,8 +71,7 @@ SHARED_EXP = (row_softmax, softmax_of_a_3d_array, softmax_of_a_batch_of_one)
 
 def with_block_bytes(monkeypatch, block_bytes: int):
     """Compile the kernels made inside with ``fuser-block-rows{block-bytes=...}``."""
-    pipeline = P.PIPELINES["fuser-cpu-pipeline"].replace("fuser-block-rows", f"fuser-block-rows{{block-bytes={block_bytes}}}")
-    monkeypatch.setitem(P.PIPELINES, "fuser-cpu-pipeline", pipeline)
+    with_pass_option(monkeypatch, "fuser-block-rows", "block-bytes", block_bytes)
 
 
 @pytest.mark.parametrize("block_bytes", BLOCK_BYTES)
@@ -221,8 +219,6 @@ def test_blocks_whose_kept_values_would_not_fit_the_cache_compute_them_twice(mon
     block runs the sum and the quotients as they were: the same bits as the
     pipeline without that pass."""
     from fuser_mlir.passes import share_call_results
-
-    from pass_cases import pipeline_without
 
     monkeypatch.setenv("FUSER_CACHE", "0")
     with_block_bytes(monkeypatch, 1000)

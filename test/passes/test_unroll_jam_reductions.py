@@ -17,11 +17,10 @@ import re
 
 import numpy as np
 import pytest
-from pass_cases import fusion, poisoned
+from pass_cases import fusion, poisoned, with_pass_option
 from reference import evaluate
 
 from fuser_mlir import DataType
-from fuser_mlir import pipeline as P
 from fuser_mlir._mlir import ir
 from fuser_mlir.compiler import compile_fusion
 from fuser_mlir.dialect import make_context
@@ -93,7 +92,7 @@ def test_jammed_reductions_match_the_reference_and_exact_ones_the_unjammed_bits(
         for a, before in zip(inputs, entry):
             np.testing.assert_array_equal(a, before)
         with monkeypatch.context() as m:
-            m.setitem(P.PIPELINES, "fuser-cpu-pipeline", P.PIPELINES["fuser-cpu-pipeline"].replace("fuser-unroll-jam-reductions", "fuser-unroll-jam-reductions{factor=1}"))
+            with_pass_option(m, "fuser-unroll-jam-reductions", "factor", 1)
             unjammed = run(fusion(build, DTYPES[dtype], shapes), inputs, expected)
         if dtype == "int32" or build in (max_of_columns_kept, min_over_the_middle):
             for g, u in zip(got, unjammed):

@@ -13,16 +13,31 @@ at most ``KEEP_BYTES``, a softmax computes ``exp`` once an element
 sum's loop, where libm may take its scalar variant for other elements than
 in the quotient's loop, so the results are within 8 units in the last place
 of the unblocked ones.
+
+Two random tests (Hypothesis, derandomized, no shrinking) compile random
+fusions with and without blocks, libm's vector variants off so that every
+call gives the same bits in any loop, and require the same bits of both
+(outputs and inputs written in place) and the float64 reference: the
+programs of test/random_programs.py, and row programs of softmax's and the
+norms' shape (stages of unary ops, a kept reduction and a binary op, over
+rows or columns, a weight, outputs written into the input), most of which
+run in blocks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import Phase, assume, given, settings
+from hypothesis import strategies as st
 from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, pipeline_without, poisoned, ulps_apart, with_pass_option
+from random_programs import PROGRAMS_OF_ALL_DTYPES, derandomized, input_shapes, random_fusion, random_input
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir.errors import InputError
+from fuser_mlir.lowering import cpu as cpu_lowering
+from fuser_mlir.passes import share_call_results
 
 ROWS = (1, 5, 23)
 BLOCK_BYTES = (1, 1000)  # one row a block; a few rows a block (rows of 37 to 148 bytes a buffer)
@@ -234,3 +249,138 @@ def test_blocks_whose_kept_values_would_not_fit_the_cache_compute_them_twice(mon
         twice = fusion(row_softmax, DataType.Float, [x.shape])
         (unshared,) = twice.execute([x], outputs=poisoned(twice, [expected]))
     np.testing.assert_array_equal(got.view(np.uint32), unshared.view(np.uint32))
+
+
+
+def blocked_against_whole(make, arrays, block_bytes: int, keep: bool) -> bool:
+    """Run the fusion ``make()`` defines on copies of ``arrays`` compiled
+    with blocks of ``block_bytes`` (fuser-share-call-results keeping its
+    values, or never where not ``keep``: KEEP_BYTES 0) and without blocks,
+    given outputs poisoned, and check that both give the same bits (outputs
+    and inputs written in place), near the float64 reference, and leave the
+    other inputs as they were. True where the blocked code has blocks."""
+    fd = make()
+    expected = evaluate(fd, arrays)
+    written = {o.alias_input: e for o, e in zip(fd.outputs, expected) if o.alias_input is not None}
+    results = {}
+    for label, bytes_ in (("blocked", block_bytes), ("whole", 0)):
+        with pytest.MonkeyPatch.context() as m:
+            with_block_bytes(m, bytes_)
+            m.setattr(share_call_results, "KEEP_BYTES", share_call_results.KEEP_BYTES if keep else 0)
+            fd, inputs = make(), [a.copy() for a in arrays]
+            visible = [e for o, e in zip(fd.outputs, expected) if o.visible]
+            got = fd.execute(inputs, outputs=poisoned(fd, visible))
+            results[label] = got + [inputs[k] for k in sorted(written)]
+            if label == "blocked":
+                code = fd.compile(inputs).program.llvm_dialect
+        for k, (a, b) in enumerate(zip(inputs, arrays)):
+            if k not in written:
+                np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+    wanted = visible + [written[k] for k in sorted(written)]
+    for k, (got, want) in enumerate(zip(results["blocked"], wanted)):
+        # loose: half-precision steps round on the way, the reference does not;
+        # elements past the dtype's range are left to the bitwise check
+        want = np.asarray(want, np.float64)
+        inside = np.abs(want) < (np.finfo(got.dtype).max / 4 if got.dtype.kind == "f" else np.inf)
+        scale = max(1.0, float(np.max(np.abs(want[inside]), initial=0.0)))
+        np.testing.assert_allclose(np.asarray(got, np.float64)[inside], want[inside], rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k} against the reference")
+    for k, (a, b) in enumerate(zip(results["blocked"], results["whole"])):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), f"result {k} differs in blocks of {block_bytes} bytes:\n{a}\n{b}"
+    return "_rows" in code
+
+
+@pytest.fixture
+def scalar_libm(monkeypatch):
+    """libm's vector variants off (as in test_cpu_split.py's random test), so
+    that a call gives the same bits in whichever loop it runs; and no disk
+    cache: kernels of other block sizes must not reach it."""
+    monkeypatch.setattr(cpu_lowering, "host_vector_library", lambda: "")
+    monkeypatch.setenv("FUSER_CACHE", "0")
+
+
+def test_random_fusions_in_blocks_of_rows_give_the_unblocked_bits(scalar_libm):
+    """Random fusions of test/random_programs.py (reductions, casts,
+    permutes, reshapes, libm calls, every dtype)."""
+    blocked = []
+
+    @settings(derandomized(60), phases=[Phase.explicit, Phase.generate])  # a shrink costs minutes
+    @given(**PROGRAMS_OF_ALL_DTYPES, block_bytes=st.sampled_from(BLOCK_BYTES), keep=st.booleans(), seed=st.integers(0, 2**16))
+    def check(shapes, dtypes, steps, block_bytes, keep, seed):
+        rng = np.random.default_rng(seed)
+        fd = random_fusion(shapes, dtypes, steps)
+        concrete = input_shapes(fd, rng)
+        try:
+            fd.check_input_shapes(concrete)
+        except InputError:
+            assume(False)  # a flattened dim bound to another size
+        arrays = [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, concrete)]
+        blocked.append(blocked_against_whole(lambda: random_fusion(shapes, dtypes, steps), arrays, block_bytes, keep))
+
+    check()
+    assert sum(blocked) >= 5, f"{sum(blocked)} of {len(blocked)} fusions ran in blocks"  # 8 of the 60 do
+
+
+#: A stage of a row program: unary ops on the value so far, a reduction of
+#: the result over one dim (kept), and a binary op of the reduction with
+#: that result or with the input, then tanh: values stay where a float32
+#: sin or exp of them is near the float64 reference's (exp of tanh for the same reason).
+ROW_UNARY = {
+    "exp": lambda fd, v: fd.ops.exp(fd.ops.tanh(v)), "sin": lambda fd, v: fd.ops.sin(v),
+    "abs": lambda fd, v: fd.ops.abs(v), "neg": lambda fd, v: fd.ops.neg(v),
+}
+ROW_REDUCE = ("sum", "max", "min", "mean")
+ROW_BINARY = {"sub": lambda a, b: a - b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b}
+STAGE = st.tuples(
+    st.lists(st.sampled_from(sorted(ROW_UNARY)), max_size=2), st.sampled_from(ROW_REDUCE), st.booleans(), st.sampled_from(sorted(ROW_BINARY)), st.booleans()
+)
+
+
+def row_program(dtype, rank: int, stages, weight: bool, outputs: str):
+    """A fusion of softmax's and the norms' shape: ``stages`` (STAGE draws:
+    unary ops, the reduction, over the last dim or the one before, its
+    binary op, whether with the input; tanh), then a weight across the last dim,
+    and ``outputs``: the last value; and each stage's reduction; or the last
+    value written into the input."""
+    with FusionDefinition(name="row_program") as fd:
+        x = fd.define_tensor([-1] * rank, dtype=dtype)
+        w = fd.define_tensor([-1], dtype=dtype) if weight else None
+        value, reduced = x, []
+        for unary, reduce, last_dim, binary, with_input in stages:
+            for name in unary:
+                value = ROW_UNARY[name](fd, value)
+            reduced.append(getattr(fd.ops, reduce)(value, dims=[rank - 1 if last_dim else rank - 2], keepdim=True))
+            value = fd.ops.tanh(ROW_BINARY[binary](x if with_input else value, reduced[-1]))
+        if w is not None:
+            value = value * fd.ops.broadcast(w, [True] * (rank - 1) + [False])
+        fd.add_output(value, x if outputs == "into the input" else None)
+        for r in reduced if outputs == "and the reductions" else ():
+            fd.add_output(r)
+    return fd
+
+
+def test_random_row_programs_in_blocks_of_rows_give_the_unblocked_bits(scalar_libm):
+    """Random fusions of the shapes the pass blocks (several loop nests over
+    the rows of one input: softmax, the norms), on row counts and lengths
+    that leave short blocks, rows of one column and batches of one."""
+    blocked = []
+
+    @settings(derandomized(60), phases=[Phase.explicit, Phase.generate])  # a shrink costs minutes
+    @given(
+        dtype=st.sampled_from([DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double]),
+        shape=st.lists(st.sampled_from([1, 2, 5, 23]), min_size=1, max_size=2).flatmap(lambda rows: st.sampled_from([1, 3, 37]).map(lambda cols: (*rows, cols))),
+        stages=st.lists(STAGE, min_size=1, max_size=3),
+        weight=st.booleans(),
+        outputs=st.sampled_from(["the last value", "and the reductions", "into the input"]),
+        block_bytes=st.sampled_from(BLOCK_BYTES),
+        keep=st.booleans(),
+        seed=st.integers(0, 2**16),
+    )
+    def check(dtype, shape, stages, weight, outputs, block_bytes, keep, seed):
+        rng = np.random.default_rng(seed)
+        arrays = [rng.standard_normal(shape).astype(dtype.numpy)] + ([rng.standard_normal(shape[-1]).astype(dtype.numpy)] if weight else [])
+        make = lambda: row_program(dtype, len(shape), stages, weight, outputs)  # noqa: E731
+        blocked.append(blocked_against_whole(make, arrays, block_bytes, keep))
+
+    check()
+    assert sum(blocked) >= 30, f"{sum(blocked)} of {len(blocked)} fusions ran in blocks"  # 43 of the 60 do

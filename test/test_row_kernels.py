@@ -214,6 +214,17 @@ def test_rows_that_keep_part_of_their_weights(case, dtype, budget, constants):
 
 
 @pytest.mark.gpu
+def test_long_rows_that_keep_more_of_their_weights(constants):
+    """LONG_ROW_WEIGHTS: a float32 layer norm's rows of more than 24580
+    columns on a (1024, 8) kernel of their own that keeps 160 KB of the two
+    weights (5 slots a lane), the shorter ones on the 128 KB kernel (4), at
+    row lengths on both sides of the cut, 16 blocks for 203 rows."""
+    constants.setattr(gpu_schedule, "LONG_ROW_WEIGHTS", (24580, 160 * 1024))
+    constants.setattr(gpu_schedule, "PERSISTENT_BLOCKS", 16)
+    check_rows("layer_norm", "float32", "cuda", [20000, 24576, 24580, 24584, 28672, 32768], rows=203)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype, budget", [("float32", 64 * 1024), ("bfloat16", 32 * 1024)])
 def test_rows_that_read_their_weight_through_the_noncoherent_cache(dtype, budget, constants):
     """An RMS norm's one weight past SHARED_WEIGHT_BYTES on 1024-thread

@@ -744,6 +744,11 @@ SHARED_WEIGHT_BYTES = 64 * 1024
 #: 192 and 224 KB lost more (sweep 43a). An RMS norm's one weight
 #: keeps :data:`SHARED_WEIGHT_BYTES`: 128 KB of it lost (sweep 13).
 SPLIT_WEIGHTS_BYTES = 128 * 1024
+#: (columns, budget): a cached block whose weights are kept in part under
+#: :data:`SPLIT_WEIGHTS_BYTES` runs rows of more than ``columns`` columns
+#: as a variant of its own that keeps ``budget`` bytes of them; (0, 0): no
+#: such variant.
+LONG_ROW_WEIGHTS = (0, 0)
 #: A 1024-thread cached block whose weights do not fit whole in
 #: :data:`SHARED_WEIGHT_BYTES`, and whose weights have no more bytes a column
 #: than its rows (an RMS norm's one weight: not a layer norm's two), keeps
@@ -3181,29 +3186,43 @@ class _SegmentScheduler:
                     buffered = 0  # one buffer alone: see BUFFER_DEPTH
                 if weight_sizes and not BUFFER_WITH_WEIGHTS:
                     buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
-                if not buffered and SHARED_WEIGHTS_ALONE:  # every weight, alone (SPLIT_WEIGHTS_BYTES)
-                    shared_weights = len(weight_sizes)
-                    budget = min(SHARED_WEIGHT_BYTES if shared_weights == 1 else SPLIT_WEIGHTS_BYTES, SHARED_ROW_BYTES // _blocks_per_sm(threads))
-                    per_slot = threads * lanes * weight_bytes  # bytes of a slot of every lane, each weight
-                    if per_slot * (columns // lanes) > budget:  # each keeps its lanes' first slots that fit (of the block's, halved or not)
-                        weight_slots = budget // per_slot
-                        if not weight_slots:
-                            shared_weights = 0
-                    if shared_weights and weight_slots and NONCOHERENT_WEIGHTS and weight_bytes <= row_bytes:
-                        shared_weights, weight_slots, noncoherent = 0, 0, True
-            early = (
-                EARLY_WEIGHTS and early_words is not None and early_words <= limit and columns // lanes >= EARLY_WEIGHT_SLOTS
-                and not (flat or buffered or shared_weights or noncoherent)
-            )
-            packed_rows = packed_rows or (early and packed is not None)  # the weights too stay as loaded across the reductions
-            groups.append(
-                _RowGroup(
-                    "block", up_to(reach(threads * columns)), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
-                    shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent, packed_rows=packed_rows,
-                    early_weights=early,
-                    narrow_rows=words < limit if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
+            alone = BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes and not buffered and SHARED_WEIGHTS_ALONE
+
+            def kept_weights(budget: int) -> tuple[int, int, bool]:  # every weight, alone (SPLIT_WEIGHTS_BYTES): (shared_weights, weight_slots, noncoherent)
+                kept, slots_kept = len(weight_sizes), 0
+                budget = min(budget, SHARED_ROW_BYTES // _blocks_per_sm(threads))
+                per_slot = threads * lanes * weight_bytes  # bytes of a slot of every lane, each weight
+                if per_slot * (columns // lanes) > budget:  # each keeps its lanes' first slots that fit (of the block's, halved or not)
+                    slots_kept = budget // per_slot
+                    if not slots_kept:
+                        kept = 0
+                if kept and slots_kept and NONCOHERENT_WEIGHTS and weight_bytes <= row_bytes:
+                    return 0, 0, True
+                return kept, slots_kept, False
+
+            def add_group(longest: int, shared_weights: int, weight_slots: int, noncoherent: bool) -> None:
+                early = (
+                    EARLY_WEIGHTS and early_words is not None and early_words <= limit and columns // lanes >= EARLY_WEIGHT_SLOTS
+                    and not (flat or buffered or shared_weights or noncoherent)
                 )
-            )
+                groups.append(
+                    _RowGroup(
+                        "block", up_to(longest), cached=True, threads=threads, columns=columns, max_registers=cap, buffered=buffered,
+                        shared_weights=shared_weights, weight_slots=weight_slots, noncoherent=noncoherent,
+                        packed_rows=packed_rows or (early and packed is not None),  # the weights too stay as loaded across the reductions
+                        early_weights=early,
+                        narrow_rows=words < limit if NARROW_ROW_OPERANDS is None else NARROW_ROW_OPERANDS,
+                    )
+                )
+
+            if alone:
+                shared_weights, weight_slots, noncoherent = kept_weights(SHARED_WEIGHT_BYTES if len(weight_sizes) == 1 else SPLIT_WEIGHTS_BYTES)
+            longer, long_budget = LONG_ROW_WEIGHTS
+            if alone and long_budget and shared_weights > 1 and weight_slots and below < longer < reach(threads * columns):
+                add_group(longer, shared_weights, weight_slots, noncoherent)  # rows up to `longer` columns keep SPLIT_WEIGHTS_BYTES
+                below = longer
+                shared_weights, weight_slots, noncoherent = kept_weights(long_budget)
+            add_group(reach(threads * columns), shared_weights, weight_slots, noncoherent)
             below = reach(threads * columns)
         columns = SHARED_SLOTS * lanes
         staged = 0

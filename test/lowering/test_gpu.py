@@ -1264,6 +1264,25 @@ def test_a_block_without_a_row_buffer_keeps_the_weights_that_fit_in_shared_memor
         assert spilled <= 24 if opaque else spilled >= 64, (opaque, spilled)
 
 
+def test_long_rows_may_keep_more_of_their_weights_in_a_variant_of_their_own(monkeypatch):
+    """With LONG_ROW_WEIGHTS (columns, budget) set, the float32 layer norm's
+    (1024, 8) block runs its rows of more than ``columns`` columns as a
+    second kernel that keeps ``budget`` bytes of its two weights (here 160
+    KB: 5 slots a lane of each, 20480 columns) rather than
+    SPLIT_WEIGHTS_BYTES (128 KB, 4 slots); shorter rows keep their kernel.
+    Off by default: one kernel for both."""
+    needs_libdevice()
+    text, chosen = bench_rows("layer_norm", "float32")
+    assert chosen(24576).kernel == chosen(32768).kernel
+    monkeypatch.setattr(gpu_schedule, "LONG_ROW_WEIGHTS", (28672, 160 * 1024))
+    text, chosen = bench_rows("layer_norm", "float32")
+    short, just, long = chosen(24576), chosen(28672), chosen(28676)
+    assert short.kernel == just.kernel != long.kernel and short.block[0] == long.block[0] == 1024
+    assert evaluate(short.shared_bytes, [(3, 28672)] * 4, []) == 16384 * 4 * 2
+    assert evaluate(long.shared_bytes, [(3, 32768)] * 4, []) == 20480 * 4 * 2
+    assert kernel_text(text, long.kernel).count("nvvm.cp.async.bulk.shared.cluster.global") == 2
+
+
 @pytest.mark.parametrize("clamped", [True, False])
 def test_cached_rows_load_every_slot_at_once(monkeypatch, clamped):
     """A cached variant loads each slot of its lane unconditionally, from the

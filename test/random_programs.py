@@ -1,6 +1,7 @@
 """Random fusion programs for property-based tests: a chain of pointwise
 ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
-casts and selects over a few inputs of random shapes and dtypes."""
+casts and selects over a few inputs of random shapes and dtypes; and row
+programs (:func:`row_program`), of softmax's and the norms' shape."""
 
 import numpy as np
 from hypothesis import HealthCheck, assume, settings
@@ -30,6 +31,66 @@ PROGRAMS_OF_ALL_DTYPES = dict(
     dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3),
     steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
 )
+
+
+#: A stage of a row program: unary ops on the value so far, a reduction of
+#: the result over one dim (kept), and a binary op of the reduction with
+#: that result or with the input, then tanh: values stay where a float32
+#: sin or exp of them is near the float64 reference's (exp of tanh for the
+#: same reason).
+ROW_UNARY = {
+    "exp": lambda fd, v: fd.ops.exp(fd.ops.tanh(v)), "sin": lambda fd, v: fd.ops.sin(v),
+    "abs": lambda fd, v: fd.ops.abs(v), "neg": lambda fd, v: fd.ops.neg(v),
+}
+ROW_REDUCE = ("sum", "max", "min", "mean")
+ROW_BINARY = {"sub": lambda a, b: a - b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b}
+ROW_STAGE = st.tuples(
+    st.lists(st.sampled_from(sorted(ROW_UNARY)), max_size=2), st.sampled_from(ROW_REDUCE), st.booleans(), st.sampled_from(sorted(ROW_BINARY)), st.booleans()
+)
+#: What the tests of row programs draw: row_program's arguments but the rank
+#: (the length of a row_shapes draw).
+ROW_PROGRAMS = dict(
+    dtype=st.sampled_from([DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double]),
+    stages=st.lists(ROW_STAGE, min_size=1, max_size=3),
+    weight=st.booleans(),
+    outputs=st.sampled_from(["the last value", "and the reductions", "into the input"]),
+)
+
+
+def row_shapes(columns):
+    """Shapes of 2 or 3 dims, rows of 1, 2, 5 or 23 (a batch of one too),
+    their last dim drawn from ``columns``."""
+    return st.lists(st.sampled_from([1, 2, 5, 23]), min_size=1, max_size=2).flatmap(lambda rows: st.sampled_from(columns).map(lambda cols: (*rows, cols)))
+
+
+def row_program(dtype, rank: int, stages, weight: bool, outputs: str) -> FusionDefinition:
+    """A fusion of softmax's and the norms' shape over an input of ``rank``
+    dims: ``stages`` (ROW_STAGE draws: unary ops, the reduction, over the
+    last dim or the one before, its binary op, whether with the input;
+    tanh), then a weight across the last dim, and ``outputs``: the last
+    value; and each stage's reduction; or the last value written into the
+    input."""
+    with FusionDefinition(name="row_program") as fd:
+        x = fd.define_tensor([-1] * rank, dtype=dtype)
+        w = fd.define_tensor([-1], dtype=dtype) if weight else None
+        value, reduced = x, []
+        for unary, reduce, last_dim, binary, with_input in stages:
+            for name in unary:
+                value = ROW_UNARY[name](fd, value)
+            reduced.append(getattr(fd.ops, reduce)(value, dims=[rank - 1 if last_dim else rank - 2], keepdim=True))
+            value = fd.ops.tanh(ROW_BINARY[binary](x if with_input else value, reduced[-1]))
+        if w is not None:
+            value = value * fd.ops.broadcast(w, [True] * (rank - 1) + [False])
+        fd.add_output(value, x if outputs == "into the input" else None)
+        for r in reduced if outputs == "and the reductions" else ():
+            fd.add_output(r)
+    return fd
+
+
+def row_inputs(dtype, shape, weight: bool, rng) -> list[np.ndarray]:
+    """Random inputs of a row program: ``shape``, and a weight of its last dim."""
+    arrays = [rng.standard_normal(shape).astype(dtype.numpy)]
+    return arrays + ([rng.standard_normal(shape[-1]).astype(dtype.numpy)] if weight else [])
 
 
 def derandomized(examples: int):

@@ -13,6 +13,10 @@ import pytest
 
 from bench_scripts import load as load_bench
 from devices import to_device, to_host
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from random_programs import ROW_PROGRAMS, derandomized, row_inputs, row_program, row_shapes
+from reference import evaluate
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
 
@@ -517,3 +521,30 @@ def test_plain_reductions_as_row_plans(kind, device, monkeypatch):
             gaps = [to_host(b)[1::step] for b in buffers] if step > 1 else []
             assert all(np.isnan(g).all() for g in gaps), f"{kind} {cols} columns: written outside the output's view"
             np.testing.assert_array_equal(whole, before)
+
+
+@settings(
+    derandomized(20), phases=[Phase.explicit, Phase.generate],  # a shrink costs minutes
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],  # `device` is a name, the same for every draw
+)
+@given(**ROW_PROGRAMS, shape=row_shapes([3, 37, 128, 1000, 4100, 20000]), seed=st.integers(0, 2**16))
+def test_random_row_programs_match_the_reference(device, dtype, stages, weight, outputs, shape, seed):
+    """Row programs (test/random_programs.py: stages of unary ops, a kept
+    reduction over the rows or the columns and a binary op; a weight;
+    outputs written into the input) on rows the warp, span, cached block and
+    uncached variants take, against the float64 reference, given outputs
+    poisoned, the inputs not written unchanged."""
+    arrays = row_inputs(dtype, shape, weight, np.random.default_rng(seed))
+    fd = row_program(dtype, len(shape), stages, weight, outputs)
+    expected = evaluate(fd, arrays)
+    written = {o.alias_input: e for o, e in zip(fd.outputs, expected) if o.alias_input is not None}
+    wanted = [e for o, e in zip(fd.outputs, expected) if o.visible]
+    inputs = [to_device(a, device) for a in arrays]
+    outs = [to_device(np.full(e.shape, np.nan, o.dtype.numpy), device) for o, e in zip(fd.outputs, expected) if o.visible]
+    got = [to_host(g) for g in fd.execute(inputs, outputs=outs)] + [to_host(inputs[k]) for k in sorted(written)]
+    for k, (g, want) in enumerate(zip(got, wanted + [written[k] for k in sorted(written)])):
+        scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))  # tanh keeps the values within a few units
+        np.testing.assert_allclose(g.astype(np.float64), want, rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k}")
+    for k, (a, original) in enumerate(zip(inputs, arrays)):
+        if k not in written:
+            np.testing.assert_array_equal(to_host(a).view(np.uint8), original.view(np.uint8), err_msg=f"input {k} changed")

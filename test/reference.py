@@ -198,3 +198,12 @@ def evaluate(fd, inputs: Sequence[object]) -> list[np.ndarray]:
             value = _evaluate_record(fd, record, env, sizes)
             env[record.result] = np.asarray(value, dtype=compute_dtype(fd.value(record.result).dtype))
     return [np.array(env[o.tensor]) for o in fd.outputs]
+
+
+def visible_then_written(fd, expected: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    """``expected`` (:func:`evaluate`'s outputs of ``fd``) as a call returns
+    and writes them: the visible outputs; then the value of each input an
+    output is written into, in input order; and those inputs' indices."""
+    visible = [e for o, e in zip(fd.outputs, expected) if o.visible]
+    written = sorted((o.alias_input, e) for o, e in zip(fd.outputs, expected) if o.alias_input is not None)
+    return visible, [e for _, e in written], [k for k, _ in written]

@@ -16,7 +16,7 @@ from devices import to_device, to_host
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from random_programs import ROW_PROGRAMS, derandomized, row_inputs, row_program, row_shapes
-from reference import evaluate
+from reference import evaluate, visible_then_written
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
 
@@ -536,15 +536,14 @@ def test_random_row_programs_match_the_reference(device, dtype, stages, weight, 
     poisoned, the inputs not written unchanged."""
     arrays = row_inputs(dtype, shape, weight, np.random.default_rng(seed))
     fd = row_program(dtype, len(shape), stages, weight, outputs)
-    expected = evaluate(fd, arrays)
-    written = {o.alias_input: e for o, e in zip(fd.outputs, expected) if o.alias_input is not None}
-    wanted = [e for o, e in zip(fd.outputs, expected) if o.visible]
+    visible, written, written_at = visible_then_written(fd, evaluate(fd, arrays))
     inputs = [to_device(a, device) for a in arrays]
-    outs = [to_device(np.full(e.shape, np.nan, o.dtype.numpy), device) for o, e in zip(fd.outputs, expected) if o.visible]
-    got = [to_host(g) for g in fd.execute(inputs, outputs=outs)] + [to_host(inputs[k]) for k in sorted(written)]
-    for k, (g, want) in enumerate(zip(got, wanted + [written[k] for k in sorted(written)])):
+    specs = [o for o in fd.outputs if o.visible]
+    outs = [to_device(np.full(e.shape, np.nan, o.dtype.numpy), device) for o, e in zip(specs, visible)]
+    got = [to_host(g) for g in fd.execute(inputs, outputs=outs)] + [to_host(inputs[k]) for k in written_at]
+    for k, (g, want) in enumerate(zip(got, visible + written)):
         scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))  # tanh keeps the values within a few units
         np.testing.assert_allclose(g.astype(np.float64), want, rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k}")
     for k, (a, original) in enumerate(zip(inputs, arrays)):
-        if k not in written:
+        if k not in written_at:
             np.testing.assert_array_equal(to_host(a).view(np.uint8), original.view(np.uint8), err_msg=f"input {k} changed")

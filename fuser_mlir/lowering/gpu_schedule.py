@@ -3186,7 +3186,7 @@ class _SegmentScheduler:
                     buffered = 0  # one buffer alone: see BUFFER_DEPTH
                 if weight_sizes and not BUFFER_WITH_WEIGHTS:
                     buffered = 0  # the weights alone: see BUFFER_WITH_WEIGHTS
-            alone = BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes and not buffered and SHARED_WEIGHTS_ALONE
+            alone = bool(BUFFER_NEXT_ROW and threads >= BUFFERED_THREADS and row_bytes and not buffered and SHARED_WEIGHTS_ALONE)
 
             def kept_weights(budget: int) -> tuple[int, int, bool]:  # every weight, alone (SPLIT_WEIGHTS_BYTES): (shared_weights, weight_slots, noncoherent)
                 kept, slots_kept = len(weight_sizes), 0
@@ -3218,7 +3218,7 @@ class _SegmentScheduler:
             if alone:
                 shared_weights, weight_slots, noncoherent = kept_weights(SHARED_WEIGHT_BYTES if len(weight_sizes) == 1 else SPLIT_WEIGHTS_BYTES)
             longer, long_budget = LONG_ROW_WEIGHTS
-            if alone and long_budget and shared_weights > 1 and weight_slots and below < longer < reach(threads * columns):
+            if long_budget and shared_weights > 1 and weight_slots and below < longer < reach(threads * columns):  # (weights kept in part: alone)
                 add_group(longer, shared_weights, weight_slots, noncoherent)  # rows up to `longer` columns keep SPLIT_WEIGHTS_BYTES
                 below = longer
                 shared_weights, weight_slots, noncoherent = kept_weights(long_budget)

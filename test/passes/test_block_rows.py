@@ -33,7 +33,7 @@ from hypothesis import Phase, assume, given, settings
 from hypothesis import strategies as st
 from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, pipeline_without, poisoned, ulps_apart, with_pass_option
 from random_programs import PROGRAMS_OF_ALL_DTYPES, ROW_PROGRAMS, derandomized, input_shapes, random_fusion, random_input, row_inputs, row_program, row_shapes
-from reference import evaluate
+from reference import evaluate, visible_then_written
 
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import InputError
@@ -264,27 +264,24 @@ def blocked_against_whole(make, arrays, block_bytes: int, keep: bool) -> bool:
     whether the blocked code has blocks and how many of its calls the
     runtime cut."""
     fd = make()
-    expected = evaluate(fd, arrays)
-    written = {o.alias_input: e for o, e in zip(fd.outputs, expected) if o.alias_input is not None}
+    visible, written, written_at = visible_then_written(fd, evaluate(fd, arrays))
     results = {}
     for label, bytes_ in (("blocked", block_bytes), ("whole", 0)):
         with pytest.MonkeyPatch.context() as m:
             with_block_bytes(m, bytes_)
             m.setattr(share_call_results, "KEEP_BYTES", share_call_results.KEEP_BYTES if keep else 0)
             fd, inputs = make(), [a.copy() for a in arrays]
-            visible = [e for o, e in zip(fd.outputs, expected) if o.visible]
             got = fd.execute(inputs, outputs=poisoned(fd, visible))
-            results[label] = got + [inputs[k] for k in sorted(written)]
+            results[label] = got + [inputs[k] for k in written_at]
             if label == "blocked":
                 code = fd.compile(inputs).program.llvm_dialect
                 with cut_into_blocks() as counts:  # and each call cut into blocks on threads by the runtime
                     cut = [a.copy() for a in arrays]
-                    results["blocked, cut"] = fd.execute(cut, outputs=poisoned(fd, visible)) + [cut[k] for k in sorted(written)]
+                    results["blocked, cut"] = fd.execute(cut, outputs=poisoned(fd, visible)) + [cut[k] for k in written_at]
         for k, (a, b) in enumerate(zip(inputs, arrays)):
-            if k not in written:
+            if k not in written_at:
                 np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
-    wanted = visible + [written[k] for k in sorted(written)]
-    for k, (got, want) in enumerate(zip(results["blocked"], wanted)):
+    for k, (got, want) in enumerate(zip(results["blocked"], visible + written)):
         # loose: half-precision steps round on the way, the reference does not;
         # elements past the dtype's range are left to the bitwise check
         want = np.asarray(want, np.float64)

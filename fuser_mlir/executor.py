@@ -20,6 +20,7 @@ loaded artifact: same validation, one key, never compiles.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,10 +44,16 @@ class CacheStats:
     disk_writes: int = 0
 
 
+#: Reprs in error messages: a few items of a list, two levels deep, built no further.
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = 3
+_SHORT_REPR.maxlevel = 2
+
+
 def _describe(value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"a NumPy array of dtype {value.dtype} and shape {list(value.shape)}"
-    return f"{type(value).__module__}.{type(value).__qualname__} {value!r}"[:120]
+    return f"{type(value).__module__}.{type(value).__qualname__} {_SHORT_REPR.repr(value)}"
 
 
 def stride_order(array: np.ndarray) -> tuple[int, ...]:
@@ -134,7 +141,8 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
         kind = "a NumPy array" if device == "cpu" else "a CUDA array (torch, CuPy, ...)"
         if np.isscalar(value):
             raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}")
-        raise InputError(f"input {index} must be {kind} of dtype {spec.dtype.numpy}, got {_describe(value)}")
+        hint = f"; convert it with numpy.asarray(value, dtype={spec.dtype.numpy})" if device == "cpu" and isinstance(value, (list, tuple)) else ""
+        raise InputError(f"input {index} must be {kind} of dtype {spec.dtype.numpy}, got {_describe(value)}{hint}")
     value = array
     if value.dtype != spec.dtype.numpy:
         raise InputError(

@@ -84,7 +84,8 @@ def test_given_outputs_are_written_in_place_and_returned(device):
         (lambda: [rand(4, 5, 2), rand(1, 5), 1.0], "input 0 has rank 3 (shape [4, 5, 2]), but the definition declares rank 2"),
         (lambda: [rand(4, 5), rand(2, 5), 1.0], "input 1 dim 0 has size 2, but the definition declares a broadcast dim of size 1"),
         (lambda: [rand(4, 5), rand(1, 6), 1.0], "input 1 dim 1 has size 6, but input 0 dim 1, bound to the same size, has 5"),
-        (lambda: [[1, 2], rand(1, 5), 1.0], "input 0 must be a NumPy array of dtype float32, got builtins.list"),
+        (lambda: [[1, 2], rand(1, 5), 1.0], "input 0 must be a NumPy array of dtype float32, got builtins.list [1, 2]; convert it with numpy.asarray(value, dtype=float32)"),
+        (lambda: [[[0.5] * 100] * 100, rand(1, 5), 1.0], "got builtins.list [[0.5, 0.5, 0.5, ...], [0.5, 0.5, 0.5, ...], [0.5, 0.5, 0.5, ...], ...]; convert it"),
     ],
 )
 def test_bad_inputs_are_rejected_before_running(inputs, message):

@@ -12,7 +12,7 @@ import pytest
 
 from fuser_mlir import __version__
 from fuser_mlir.passes import REGISTRY
-from fuser_mlir.tools.fuser_opt import main, split_input
+from fuser_mlir.tools.fuser_opt import main, silent_parse_failure, split_input
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -198,6 +198,27 @@ def test_parse_error(capsys, tmp_path):
     assert code == 1
     assert out == ""
     assert err.startswith(f"{path}:2:8: error: unregistered operation 'fuser.frobnicate'")
+
+
+def test_a_fuser_op_in_custom_form_is_named_with_the_form_to_write(capsys, tmp_path):
+    """MLIR fails such a parse without a word (the IRDL dialect has no custom
+    assembly): the driver names the op and its line, in each chunk."""
+    path = tmp_path / "custom.mlir"
+    custom = VALID.replace('"fuser.exp"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>', "fuser.exp %x : tensor<?x4xf32>")
+    path.write_text(VALID + "// -----\n" + custom)
+    code, out, err = fuser_opt(capsys, str(path), "--split-input-file")
+    assert code == 1
+    assert out.count('"fuser.exp"') == 1  # the first chunk still prints
+    assert err == (
+        f"{path}:7:8: error: 'fuser.exp' is written in custom form, which fuser ops do not have (the dialect is defined in IRDL); "
+        'write it in generic form: "fuser.exp"(%operands) : (operand types) -> result type\n'
+    )
+
+
+def test_a_silent_parse_failure_without_a_custom_fuser_op_still_says_it_failed():
+    assert silent_parse_failure("func.func @f() {\n  // fuser.exp %x\n}\n", "in.mlir") == (
+        "in.mlir: error: the input does not parse, and MLIR gave no reason"
+    )
 
 
 def test_verify_diagnostics_prints_to_stdout_and_exits_0(capsys, invalid):

@@ -12,6 +12,7 @@ tests can match them with FileCheck.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import TextIO
 
@@ -23,6 +24,8 @@ from fuser_mlir.passes import REGISTRY
 from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, build_pass_manager, format_diagnostic, run_pipeline
 
 SPLIT_MARKER = "// -----"
+#: A fuser op written in custom form: its name where a statement starts (``%y = fuser.exp %x : ...``).
+_CUSTOM_FUSER_OP = re.compile(r"(?:^|=)\s*(fuser\.\w+)")
 
 
 def split_input(text: str) -> list[str]:
@@ -37,6 +40,23 @@ def split_input(text: str) -> list[str]:
         current.append(line)
     chunks.append("\n" * start_line + "".join(current))
     return chunks
+
+
+def silent_parse_failure(chunk: str, source_name: str) -> str:
+    """The error for a chunk that MLIR failed to parse without a diagnostic.
+
+    The parser says nothing when it meets a fuser op in custom form (the
+    dialect is IRDL's, which has no custom assembly), so the first such op
+    is named, with the form to write instead."""
+    for number, line in enumerate(chunk.splitlines(), 1):
+        found = _CUSTOM_FUSER_OP.search(line.split("//", 1)[0])
+        if found:
+            name = found.group(1)
+            return (
+                f"{source_name}:{number}:{found.start(1) + 1}: error: '{name}' is written in custom form, which fuser ops do not have "
+                f'(the dialect is defined in IRDL); write it in generic form: "{name}"(%operands) : (operand types) -> result type'
+            )
+    return f"{source_name}: error: the input does not parse, and MLIR gave no reason"
 
 
 class FuserOptMain:
@@ -131,6 +151,8 @@ class FuserOptMain:
                     # not to the context's handlers.
                     for diag in err.error_diagnostics:
                         echo(format_diagnostic(diag, self.source_name()))
+                    if not err.error_diagnostics:
+                        echo(silent_parse_failure(chunk, self.source_name()))
                     self.failed = True
                     return None
             try:

@@ -78,3 +78,13 @@ func.func @size_dim_kind(%x: tensor<4x8xf32>) -> i64 {
   %0 = "fuser.size"(%x) {dim = 1.0 : f32} : (tensor<4x8xf32>) -> i64
   return %0 : i64
 }
+
+// -----
+
+// Fuser ops have no custom form (IRDL defines no assembly); MLIR's parser
+// fails on one without a diagnostic, so fuser-opt names the op and its line.
+// CHECK: invalid.mlir:[[@LINE+2]]:8: error: 'fuser.exp' is written in custom form, which fuser ops do not have
+func.func @custom_form(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fuser.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

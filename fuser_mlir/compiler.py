@@ -37,7 +37,7 @@ from fuser_mlir import config
 from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, ScalarRef, describe_host
 from fuser_mlir.dialect import make_context
-from fuser_mlir.errors import CompileError, PipelineError
+from fuser_mlir.errors import CompileError, DefinitionError, PipelineError
 from fuser_mlir.lowering.cpu import compile_cpu
 from fuser_mlir.passes.resolve_alias_hazards import resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
@@ -169,6 +169,10 @@ def compile_fusion(
     (``{"input": [(dense, alignment) or None per input], "given": {output
     index: (dense, alignment)}}``, from the executor's cache key, which
     holds them); without it, kernels assume nothing."""
+    if not fusion.outputs:
+        raise DefinitionError(
+            f"fusion {fusion.name!r} has no outputs, so it computes nothing; add one with fd.add_output(value) in its `with` block"
+        )
     context = make_context()
     stages: dict[str, str] = {}
     with context, ir.Location.unknown():

@@ -259,6 +259,8 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     """
     source = module.operation.get_asm(enable_debug_info=True)
     lowered, kinds = segments_only(module)
+    if not kinds:  # the JIT would compile nothing, and its object dump asserts (aborting the process)
+        raise CompileError("compile_cpu: the module holds no segment function to compile")
     if vector_library is None:
         vector_library = host_vector_library()
     before_loops, loops = split_pipeline(cpu_pipeline(vector_library))

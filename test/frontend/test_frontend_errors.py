@@ -52,6 +52,17 @@ def test_execute_inside_the_block():
             fd.execute([])
 
 
+def test_a_fusion_without_outputs_is_rejected_before_compiling():
+    """It used to reach the JIT with no kernel, whose object dump aborted
+    the process (an MLIR assertion)."""
+    with FusionDefinition("empty") as fd:
+        fd.define_tensor([-1])
+    message = "fusion 'empty' has no outputs, so it computes nothing; add one with fd.add_output(value) in its `with` block"
+    for attempt in (fd.execute, fd.compile, fd.execute):  # and again: nothing was cached
+        with raises(message):
+            attempt([np.ones(3, np.float32)])
+
+
 def test_a_handle_has_no_truth_value():
     with FusionDefinition() as fd:
         t = fd.define_tensor([-1])

@@ -932,6 +932,16 @@ def test_compile_cpu_drops_the_host_function_and_leaves_the_module_alone() -> No
     assert_close(out, np.exp(f64(x)), "f32")
 
 
+def test_compile_cpu_rejects_a_module_without_segments() -> None:
+    """The JIT would compile nothing, and its object dump aborts the process."""
+    from fuser_mlir.errors import CompileError
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse("func.func @no_segment() {\n  return\n}\n")
+        with pytest.raises(CompileError, match="compile_cpu: the module holds no segment function to compile"):
+            compile_cpu(module)
+
+
 def test_the_pass_rejects_a_module_whose_host_calls_a_segment() -> None:
     from fuser_mlir.errors import PipelineError
     from fuser_mlir.pipeline import run_pipeline

@@ -45,6 +45,10 @@ def test_show_segments_reports_a_missing_file_and_a_script_without_fusions(tmp_p
     assert main(["show-segments", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "no such file" in err and "defines no FusionDefinition" in err
+    outputless = tmp_path / "outputless.py"
+    outputless.write_text("from fuser_mlir import FusionDefinition\nwith FusionDefinition('none') as fd:\n    fd.define_tensor(shape=[-1])\n")
+    assert main(["show-segments", str(outputless)]) == 2  # an error line, not a traceback
+    assert capsys.readouterr().err == "fuser-mlir: error: fd: fusion 'none' has no outputs, so it computes nothing; add one with fd.add_output(value) in its `with` block\n"
 
 
 def test_quickstart_example_runs():

@@ -82,6 +82,7 @@ def _definitions(namespace: dict) -> list:
 
 def show_segments(args) -> int:
     from fuser_mlir.compiler import compile_fusion
+    from fuser_mlir.errors import FuserError
     from fuser_mlir.visualize import render_svg
 
     path = Path(args.file)
@@ -94,7 +95,10 @@ def show_segments(args) -> int:
         print(f"fuser-mlir: error: {path} defines no FusionDefinition at module level", file=sys.stderr)
         return 2
     for name, fd in found:
-        compiled = compile_fusion(fd)
+        try:
+            compiled = compile_fusion(fd)
+        except FuserError as err:
+            return _error(f"{name}: {err}")
         dot = compiled.to_dot()
         out = path.with_name(f"{path.stem}.{name}.dot")
         out.write_text(dot)

@@ -48,6 +48,7 @@ class CacheStats:
 _SHORT_REPR = reprlib.Repr()
 _SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = 3
 _SHORT_REPR.maxlevel = 2
+_SHORT_REPR.maxother = 80  # an object's own repr, whole where it is short (<generator object <genexpr> at 0x...>)
 
 
 def _describe(value: object) -> str:

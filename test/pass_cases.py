@@ -29,10 +29,10 @@ def fusion(build, dtype: DataType, shapes) -> FusionDefinition:
 
 
 def poisoned(fd: FusionDefinition, expected) -> list[np.ndarray]:
-    """Outputs for ``fd`` of the shapes of ``expected``: NaN, or 0 for integers."""
+    """Outputs for ``fd``'s visible outputs of the shapes of ``expected``: NaN, or 0 for integers."""
     outputs = []
-    for i, e in enumerate(expected):
-        dtype = fd.outputs[i].dtype.numpy
+    for spec, e in zip([o for o in fd.outputs if o.visible], expected):  # hidden aliases take no given output
+        dtype = spec.dtype.numpy
         outputs.append(np.full(e.shape, 0 if np.issubdtype(dtype, np.integer) else np.nan, dtype))
     return outputs
 

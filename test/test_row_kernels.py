@@ -15,6 +15,7 @@ from bench_scripts import load as load_bench
 from devices import to_device, to_host
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pass_cases import poisoned
 from random_programs import ROW_PROGRAMS, derandomized, row_inputs, row_program, row_shapes
 from reference import evaluate, visible_then_written
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
@@ -538,8 +539,7 @@ def test_random_row_programs_match_the_reference(device, dtype, stages, weight, 
     fd = row_program(dtype, len(shape), stages, weight, outputs)
     visible, written, written_at = visible_then_written(fd, evaluate(fd, arrays))
     inputs = [to_device(a, device) for a in arrays]
-    specs = [o for o in fd.outputs if o.visible]
-    outs = [to_device(np.full(e.shape, np.nan, o.dtype.numpy), device) for o, e in zip(specs, visible)]
+    outs = [to_device(p, device) for p in poisoned(fd, visible)]
     got = [to_host(g) for g in fd.execute(inputs, outputs=outs)] + [to_host(inputs[k]) for k in written_at]
     for k, (g, want) in enumerate(zip(got, visible + written)):
         scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))  # tanh keeps the values within a few units

@@ -56,7 +56,9 @@ bytes per second for all four. Ratios: ``/copy`` is our throughput as a
 fraction of the copy's (copy time / our time); ``x eager`` and ``x compile``
 are speed-ups (their time / our time), so > 1 means ours is faster.
 
-Prints a table and writes ``bench/results/h200.json`` on an H200 (another
+Prints each row's numbers to stderr as it is measured (a run stopped by
+Ctrl-C or SIGTERM, as ``timeout`` sends, prints the table of the rows so far
+and writes no JSON), then a table, and writes ``bench/results/h200.json`` on an H200 (another
 GPU: ``bench/results/<gpu name, sanitised>.json``; or --json) with the git
 commit. ``bench/plot.py`` draws GB/s against size from that file. Runs on a
 GPU host with torch and cuda-bindings; ``--help`` works anywhere, and the
@@ -70,6 +72,7 @@ import argparse
 import json
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -494,6 +497,16 @@ def print_table(rows: list[dict]) -> None:
         )
 
 
+def _summary(row: dict) -> str:
+    """One measured row in a line (printed as the bench goes, so a run stopped early keeps what it measured)."""
+    return f"{row['ms']['ours'] * 1e3:.1f} us, {row['of_copy']:.2f} of copy, {row['vs_compile']:.2f}x compile" + (f" ({_range(row)})" if row.get("vs_compile_range") else "")
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (``timeout``, a job's end) stops the bench as Ctrl-C does: the rows measured so far are printed."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(__doc__.splitlines()[2:]))
     parser.add_argument("--max-bytes", type=parse_bytes, default=1 << 30, help="largest tensor size (default 1G)")
@@ -536,21 +549,28 @@ def main(argv: list[str] | None = None) -> int:
     gpu = torch.cuda.get_device_name(0)
     flush = None if args.no_l2_flush else torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     rows, failures = [], []
-    for name in args.cases.split(","):
-        case = by_name[name]
-        for dtype_name in args.dtypes.split(","):
-            fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
-            for hidden, nbytes in [(h, b) for h in (hiddens if case.long_rows else [HIDDEN]) for b in sizes(args.max_bytes, args.quick, args.min_bytes)]:
-                label = f"{case_label({'case': name, 'hidden': hidden})} {dtype_name} {format_size(nbytes)}"
-                started = time.perf_counter()
-                try:
-                    rows.append(measure(case, fd, dtype_name, nbytes, args, flush, hidden))
-                except Mismatch as err:
-                    failures.append(f"{label}: {err}")
-                    print(f"MISMATCH {label}: {err}", file=sys.stderr, flush=True)
-                    continue
-                print(f"measured {label} in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
-                torch.cuda.empty_cache()
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        for name in args.cases.split(","):
+            case = by_name[name]
+            for dtype_name in args.dtypes.split(","):
+                fd = fusion_for(case, dtype_name)  # one definition across sizes: sizes are symbolic
+                for hidden, nbytes in [(h, b) for h in (hiddens if case.long_rows else [HIDDEN]) for b in sizes(args.max_bytes, args.quick, args.min_bytes)]:
+                    label = f"{case_label({'case': name, 'hidden': hidden})} {dtype_name} {format_size(nbytes)}"
+                    started = time.perf_counter()
+                    try:
+                        row = measure(case, fd, dtype_name, nbytes, args, flush, hidden)
+                    except Mismatch as err:
+                        failures.append(f"{label}: {err}")
+                        print(f"MISMATCH {label}: {err}", file=sys.stderr, flush=True)
+                        continue
+                    rows.append(row)
+                    print(f"measured {label} in {time.perf_counter() - started:.1f} s: {_summary(row)}", file=sys.stderr, flush=True)
+                    torch.cuda.empty_cache()
+    except KeyboardInterrupt:
+        print_table(rows)
+        print(f"\nbench/run.py: stopped after {len(rows)} row(s); no JSON written", file=sys.stderr)
+        return 130
     print_table(rows)
     if failures:
         print(f"\n{len(failures)} correctness mismatch(es); no JSON written:", file=sys.stderr)

@@ -219,3 +219,14 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["row_blocks"] for label in ("blocked", "unshared", "whole") for threads in ("", "_one_thread"))
     printed = capsys.readouterr().out
     assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed and "block by block of rows" in printed
+
+
+def test_each_row_is_printed_as_measured_and_sigterm_stops_the_bench_like_ctrl_c(run):
+    # A run cut short by `timeout` (SIGTERM) keeps its rows: each one's line carries its numbers,
+    # and SIGTERM raises KeyboardInterrupt, which main() answers with the table of the rows so far.
+    measured = {**row(host=6.5), "vs_compile_range": [0.99, 1.02]}
+    line = run._summary(measured)
+    assert line.startswith(f"{measured['ms']['ours'] * 1e3:.1f} us, {measured['of_copy']:.2f} of copy, {measured['vs_compile']:.2f}x compile")
+    assert line.endswith("(0.990-1.020)") and "(" not in run._summary(row())
+    with pytest.raises(KeyboardInterrupt):
+        run._terminated(15, None)

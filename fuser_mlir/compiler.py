@@ -44,7 +44,7 @@ from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.image import KernelImage
 from fuser_mlir.runtime.signature import FusionSignature
-from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Segment, Step, execute
+from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment, Step, execute
 
 STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 
@@ -61,8 +61,10 @@ def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 @dataclass
-class CompiledFusion(Inspectable):
-    """A fusion compiled for one signature: launch plan + kernels."""
+class CompiledFusion(Inspectable, Runnable):
+    """A fusion compiled for one signature: launch plan + kernels. ``run`` /
+    ``execute`` take arguments of that signature (validated as by
+    ``fd.execute``); ``export`` writes it as an artifact."""
 
     name: str
     device: str
@@ -83,7 +85,7 @@ class CompiledFusion(Inspectable):
     key: tuple | None = None
     hazard_policy: str = "auto"
 
-    def execute(
+    def launch(
         self,
         args: Sequence[object],
         given: dict[int, object],

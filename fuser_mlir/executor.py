@@ -413,8 +413,8 @@ class FusionExecutorCache:
         torch_outputs = any(_is_torch(v) for v in inputs)
         self._hits.remember(inputs, outputs, compiled, given, torch_outputs)
         if compiled.device == "cpu":
-            return compiled.execute(args, given, memory=self.memory)
-        views = compiled.execute(args, given, memory=self.memory, torch_outputs=torch_outputs)
+            return compiled.launch(args, given, memory=self.memory)
+        views = compiled.launch(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]
 
     @property
@@ -432,7 +432,7 @@ class FusionExecutorCache:
                 raise _graph_on_cpu()
 
             def run_cpu(args, given, pointers, memory):
-                return compiled.execute(args, given, memory=memory)
+                return compiled.launch(args, given, memory=memory)
 
             entry.replay = run_cpu
             return run_cpu
@@ -445,7 +445,7 @@ class FusionExecutorCache:
 
             def run_general(args, given, pointers, memory):
                 # the caller's own tensors: the results need no mapping back
-                return compiled.execute(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
+                return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
 
             entry.replay = entry.graph = run_general
             entry.not_replayed = str(why)

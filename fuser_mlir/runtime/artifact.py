@@ -50,7 +50,7 @@ from pathlib import Path
 
 from fuser_mlir.errors import ArtifactError, InputError
 from fuser_mlir.runtime.image import KernelImage, load_kernels
-from fuser_mlir.runtime.plan import HazardResolution, Inspectable, LaunchPlan, MemoryStats, Segment
+from fuser_mlir.runtime.plan import HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment
 from fuser_mlir.runtime.signature import FusionSignature
 
 FORMAT = "fuser-mlir-artifact"
@@ -368,12 +368,14 @@ def load(path, device: str | None = None) -> "LoadedFusion":
 # -- the loaded fusion -----------------------------------------------------------------
 
 
-class LoadedFusion(Inspectable):
-    """A fusion loaded from an artifact: ``run(inputs, outputs=None)`` like
-    FusionExecutorCache, plus the inspection API of CompiledFusion (``plan``,
+class LoadedFusion(Inspectable, Runnable):
+    """A fusion loaded from an artifact: ``run(inputs, outputs=None)`` (or
+    ``execute``) like ``fd.execute``, plus the inspection API of CompiledFusion (``plan``,
     ``segments``, ``ir(stage)``, ``hazard_report``, ``to_dot()``, ``export()``)."""
 
     program = None
+    described_as = "artifact"
+    other_signature_hint = "an artifact holds code for one signature: export one compiled with arguments like these"
 
     def __init__(self, manifest: dict, files: dict[str, bytes], kernels: dict, device: str):
         self.manifest = manifest
@@ -390,7 +392,6 @@ class LoadedFusion(Inspectable):
         self.kernels = kernels
         key = key_from_json(manifest["executor_key"])
         self.key = (device, *key[1:])
-        self._executor = None
 
     @classmethod
     def from_manifest(cls, manifest: dict, files: dict[str, bytes], *, device: str | None = None, where: str = "") -> "LoadedFusion":
@@ -406,28 +407,9 @@ class LoadedFusion(Inspectable):
 
     # -- running ----------------------------------------------------------------
 
-    @property
-    def executor(self):
-        """The FusionExecutorCache that validates arguments and runs this fusion (it never compiles)."""
-        if self._executor is None:
-            from fuser_mlir.executor import FusionExecutorCache
-
-            self._executor = FusionExecutorCache.for_loaded(self)
-        return self._executor
-
-    @property
-    def stats(self):
-        return self.executor.stats
-
-    def run(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
-        """Run on ``inputs``; ``outputs`` is None or one buffer-or-None per
-        visible output, and ``cuda_graph=True`` replays cache hits as one CUDA
-        graph, exactly as FusionExecutorCache.run."""
-        return self.executor.run(inputs, outputs, cuda_graph=cuda_graph)
-
-    def execute(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None,
-                torch_outputs: bool = False, **options) -> list:
-        """Run on validated arguments, as CompiledFusion.execute (``options``
+    def launch(self, args: Sequence[object], given: dict[int, object], *, memory: MemoryStats | None = None,
+               torch_outputs: bool = False, **options) -> list:
+        """Run on validated arguments, as CompiledFusion.launch (``options``
         go to the CUDA runtime's execute_plan unchanged)."""
         if self.device == "cpu":
             return _execute_cpu(self.plan, self.kernels, args, given, memory)
@@ -437,10 +419,6 @@ class LoadedFusion(Inspectable):
         return cuda.execute_plan(
             self.plan, self.kernels, args, given, memory, device=int(index or 0), torch_outputs=torch_outputs, **options
         )
-
-    def mismatch(self, key) -> str:
-        """Why arguments with executor key ``key`` cannot run this artifact."""
-        return describe_key_mismatch(self.key, key)
 
     # -- inspection -------------------------------------------------------------
 
@@ -478,31 +456,32 @@ def _device_for(backend: str, device: str) -> str:
 _KEY_PARTS = ("dtype", "rank", "stride order", "contiguity", "broadcast dims", "alignment class")
 
 
-def describe_key_mismatch(expected, got) -> str:
-    """The first difference between two executor keys, in words."""
+def describe_key_mismatch(expected, got, what: str = "artifact") -> str:
+    """The first difference between two executor keys, in words (``what``: what was compiled for ``expected``)."""
     _, exp_inputs, exp_outputs = expected
     _, got_inputs, got_outputs = got
     for index, (a, b) in enumerate(zip(exp_inputs, got_inputs)):
         if a == b:
             continue
         if isinstance(a, str) or isinstance(b, str):
-            return f"input {index} is a {b}, the artifact was compiled for a {a}"
+            return f"input {index} is a {b}, the {what} was compiled for a {a}"
         for part, x, y in zip(_KEY_PARTS, a, b):
             if x != y:
-                return f"input {index} has {part} {y!r}, the artifact was compiled for {x!r}"
+                return f"input {index} has {part} {y!r}, the {what} was compiled for {x!r}"
     exp_given = dict(exp_outputs)
     got_given = dict(got_outputs)
     if sorted(exp_given) != sorted(got_given):
-        return f"the call gives outputs {sorted(got_given)}, the artifact was compiled for given outputs {sorted(exp_given)}"
+        return f"the call gives outputs {sorted(got_given)}, the {what} was compiled for given outputs {sorted(exp_given)}"
     for index in sorted(exp_given):
         for part, x, y in zip(_KEY_PARTS, exp_given[index], got_given[index]):
             if x != y:
-                return f"output {index} has {part} {y!r}, the artifact was compiled for {x!r}"
+                return f"output {index} has {part} {y!r}, the {what} was compiled for {x!r}"
     return "the argument signature differs"
 
 
-def loaded_key_error(loaded: LoadedFusion, key) -> InputError:
+def loaded_key_error(loaded, key) -> InputError:
+    """The error for arguments whose key is not the one of ``loaded`` (a LoadedFusion or CompiledFusion)."""
     return InputError(
-        f"these arguments do not match the signature artifact {loaded.name!r} was compiled for: {loaded.mismatch(key)}; "
-        "an artifact holds code for one signature: export one compiled with arguments like these"
+        f"these arguments do not match the signature {loaded.described_as} {loaded.name!r} was compiled for: "
+        f"{loaded.mismatch(key)}; {loaded.other_signature_hint}"
     )

@@ -444,3 +444,53 @@ class Inspectable:
         from fuser_mlir.visualize import plan_to_dot
 
         return plan_to_dot(self)
+
+
+class Runnable:
+    """``run`` (and ``execute``, fd.execute's name for it) on a compiled fusion
+    and a loaded artifact: the arguments are validated against the one
+    signature it was compiled for, exactly as ``fd.execute`` validates them,
+    and an InputError names what differs. ``launch(args, given)``, which
+    each defines, runs arguments already validated (the executor's entry)."""
+
+    _executor = None
+    #: what it is called in an error about arguments of another signature
+    described_as = "fusion"
+    #: what to do with arguments of another signature
+    other_signature_hint = "fd.execute compiles the fusion again for arguments like these"
+
+    @property
+    def executor(self):
+        """The FusionExecutorCache that validates arguments and runs this fusion (it never compiles)."""
+        if self._executor is None:
+            from fuser_mlir.errors import InputError
+            from fuser_mlir.executor import FusionExecutorCache
+
+            if self.key is None or self.signature is None:
+                raise InputError(
+                    f"{self.described_as} {self.name!r} was compiled without an argument signature (compile_fusion called "
+                    "directly), so it cannot check arguments: run it through fd.execute, or get it from fd.compile(inputs)"
+                )
+            self._executor = FusionExecutorCache.for_loaded(self)
+        return self._executor
+
+    @property
+    def stats(self):
+        return self.executor.stats
+
+    def run(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
+        """Run on ``inputs``; ``outputs`` is None or one buffer-or-None per
+        visible output, and ``cuda_graph=True`` replays cache hits as one CUDA
+        graph, exactly as ``fd.execute`` / FusionExecutorCache.run."""
+        return self.executor.run(inputs, outputs, cuda_graph=cuda_graph)
+
+    def execute(self, inputs: Sequence[object], outputs=None, *, cuda_graph: bool = False) -> list:
+        """The same as :meth:`run` (``fd.execute``'s name)."""
+        return self.run(inputs, outputs, cuda_graph=cuda_graph)
+
+    def mismatch(self, key) -> str:
+        """Why arguments with executor key ``key`` cannot run this fusion."""
+        from fuser_mlir.runtime.artifact import describe_key_mismatch
+
+        return describe_key_mismatch(self.key, key, self.described_as)
+

@@ -151,6 +151,38 @@ def test_arguments_of_another_signature_are_rejected_with_what_differs(exported)
         loaded.run([x, bias, scale], outputs=[np.empty_like(x)])
 
 
+def test_a_loaded_artifact_and_a_compiled_fusion_execute_as_fd_execute_does(exported, monkeypatch):
+    # `.execute` is fd.execute's name; on a loaded artifact it once was the executor's internal entry
+    # (validated arguments and a dict of given outputs) and a user's call failed with a TypeError.
+    # FUSER_CACHE=0: fd.compile then returns the fusion it compiled, not a LoadedFusion from the disk cache.
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    fd, path = exported
+    compiled = softmax_fusion().compile(softmax_args())
+    given_compiled = softmax_fusion().compile(softmax_args(), outputs=[np.empty((5, 9), np.float32)])
+    assert not isinstance(compiled, LoadedFusion) and not isinstance(given_compiled, LoadedFusion)
+    for runner in (fuser_mlir.load(path), compiled, given_compiled):
+        inputs = softmax_args(6, 33)
+        originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+        given = np.full((6, 33), np.nan, np.float32) if runner is given_compiled else None
+        (out,) = runner.execute(inputs, outputs=None if given is None else [given])
+        assert given is None or out is given
+        check_against_reference(fd, [out], inputs, originals)
+        (again,) = runner.run(inputs, outputs=None if given is None else [np.full_like(given, np.nan)])
+        check_against_reference(fd, [again], inputs, originals)
+        assert runner.stats.hits == 2 and runner.stats.compilations == 0
+    with pytest.raises(InputError, match=r"input 0 has stride order \(0, 1\), the fusion was compiled for \(1, 0\); "
+                                         r"fd.execute compiles the fusion again for arguments like these"):
+        compiled.run([np.asfortranarray(rand(5, 9)), rand(1, 9), 0.7])
+
+
+def test_a_fusion_compiled_without_a_signature_refuses_to_run_and_says_how_to(monkeypatch):
+    from fuser_mlir.compiler import compile_fusion
+
+    compiled = compile_fusion(softmax_fusion())
+    with pytest.raises(InputError, match="fusion 'softmax' was compiled without an argument signature .* run it through fd.execute"):
+        compiled.run(softmax_args())
+
+
 def pinned_mlir_version() -> str:
     """The bindings version pyproject.toml pins, or "unknown" where the
     bindings were unpacked without their package metadata (the GPU host's bundle)."""

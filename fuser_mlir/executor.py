@@ -29,6 +29,7 @@ import numpy as np
 from fuser_mlir.errors import DeviceError, InputError
 from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import validate_outputs, visible_outputs
+from fuser_mlir.runtime.arrays import contiguous_strides
 from fuser_mlir.runtime.plan import MemoryStats
 
 
@@ -58,8 +59,14 @@ def _describe(value: object) -> str:
 
 
 def stride_order(array: np.ndarray) -> tuple[int, ...]:
-    """nvFuser's stride order: entry d is the rank of dim d's stride, 0 = fastest."""
-    order = sorted(range(array.ndim), key=lambda d: (abs(array.strides[d]), d))
+    """nvFuser's stride order: entry d is the rank of dim d's stride, 0 = fastest.
+    An empty array takes the order of a row-major array of its shape, its empty
+    dims of any size but 1 (NumPy gives it zero strides, which would read as
+    column-major: an empty batch would miss the key of the full ones)."""
+    strides = array.strides
+    if 0 in array.shape:
+        strides = contiguous_strides([size or 2 for size in array.shape], array.itemsize)
+    order = sorted(range(array.ndim), key=lambda d: (abs(strides[d]), d))
     ranks = [0] * array.ndim
     for rank, dim in enumerate(order):
         ranks[dim] = rank
@@ -70,6 +77,8 @@ def contiguity(array: np.ndarray, order: Sequence[int] | None = None) -> tuple[b
     """Per dim: None for a size-1 dim, else whether the dim is dense in memory
     given the dims that are faster than it in ``order`` (a stride order as
     nvFuser writes it; default: the array's own)."""
+    if 0 in array.shape:  # no element, so no gap: dense whatever the order
+        return tuple(None if size == 1 else True for size in array.shape)
     order = stride_order(array) if order is None else tuple(order)
     flags: list[bool | None] = [None] * array.ndim
     expected = array.itemsize

@@ -379,3 +379,39 @@ def test_outer_reductions_read_columns_and_rows_of_other_inputs(device, dtype):
         np.testing.assert_array_equal(to_host(largest), wide[0].max(axis=0))
         for a, b in zip(inputs, before):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(0, 37), (5, 0), (0, 0)])
+def test_an_empty_batch_runs_on_the_kernels_of_the_full_ones(device, shape):
+    """NumPy gives an empty array zero strides, which read as column-major and
+    not contiguous: an empty batch compiled a fusion of its own, failed an input
+    declared contiguous, and a loaded artifact rejected it (stride order (0, 1)).
+    Now it takes the full batches' key: no compile, and its reductions' outputs
+    hold the identities (sums of nothing are 0)."""
+    with FusionDefinition(name="scaled") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float, contiguity=[True, True])
+        w = fd.define_tensor(shape=[1, -1], dtype=DataType.Float)
+        y = fd.ops.exp(x) * w
+        fd.add_output(y)
+        fd.add_output(fd.ops.sum(y, dims=[1], keepdim=True))
+        fd.add_output(fd.ops.sum(y, dims=[0], keepdim=True))
+
+    def reference(x, w):
+        y = np.exp(x.astype(np.float64)) * w
+        return [y, y.sum(1, keepdims=True), y.sum(0, keepdims=True)]
+
+    full = [rand(4, shape[1] or 3), rand(1, shape[1] or 3)]
+    full_outputs = [np.full(e.shape, np.nan, np.float32) for e in reference(*full)]
+    fd.execute([to_device(a, device) for a in full], outputs=[to_device(o, device) for o in full_outputs])
+    x, w = np.empty(shape, np.float32), rand(1, shape[1])
+    assert x.strides == (0, 0)
+    w0 = w.copy()
+    expected = reference(x, w)
+    given = [to_device(np.full(e.shape, np.nan, np.float32), device) for e in expected]
+    outs = fd.execute([to_device(x, device), to_device(w, device)], outputs=given)
+    for got, want in zip(outs, expected):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(to_host(got), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(w, w0)
+    if shape[1]:  # the full batch had these columns: the empty one took its kernels
+        assert fd._executor.stats.compilations == 1 and fd._executor.stats.hits == 1

@@ -175,6 +175,16 @@ def test_a_loaded_artifact_and_a_compiled_fusion_execute_as_fd_execute_does(expo
         compiled.run([np.asfortranarray(rand(5, 9)), rand(1, 9), 0.7])
 
 
+def test_a_loaded_artifact_takes_an_empty_batch(exported):
+    # NumPy's zero strides of an empty array once read as another stride order, which the artifact refused.
+    _, path = exported
+    loaded = fuser_mlir.load(path)
+    empty = np.empty((0, 9), np.float32)
+    assert empty.strides == (0, 0)
+    (out,) = loaded.run([empty, rand(1, 9), 0.7])
+    assert out.shape == (0, 9) and loaded.stats.hits == 1
+
+
 def test_a_fusion_compiled_without_a_signature_refuses_to_run_and_says_how_to(monkeypatch):
     from fuser_mlir.compiler import compile_fusion
 

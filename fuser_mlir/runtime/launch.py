@@ -12,7 +12,9 @@ of argument ``k``; launch plans write ``["dim", i, d]`` for input ``i`` and
 share this module's evaluation), ``["arg", k]`` (the value of scalar argument ``k``),
 ``["sms"]`` (the number of SMs of the device the program runs on, known
 when it is loaded there: :func:`compile_formula`'s ``sms``) and ``[op, a, b]`` with ``op`` one of ``add sub mul div ceildiv mod min max le gt eq``
-(``div`` rounds down; ``le``/``gt``/``eq`` are 1 or 0).
+(``div`` rounds down; ``le``/``gt``/``eq`` are 1 or 0; a quotient or
+remainder by 0 is 0: divisors are sizes, and a size of 0 is an empty dim,
+with nothing to launch over it, as in an outer sum of 0 columns).
 
 Bindings say what a kernel argument is: ``["arg", k]`` (argument ``k`` of the
 segment), ``["temp", j]`` (temporary ``j``), ``["view", j, shape]``
@@ -39,11 +41,11 @@ _BINARY = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
-    "div": lambda a, b: a // b,
-    "ceildiv": lambda a, b: -(-a // b),
+    "div": lambda a, b: a // b if b else 0,
+    "ceildiv": lambda a, b: -(-a // b) if b else 0,
     "min": min,
     "max": max,
-    "mod": lambda a, b: a % b,
+    "mod": lambda a, b: a % b if b else 0,
     "le": lambda a, b: int(a <= b),
     "gt": lambda a, b: int(a > b),
     "eq": lambda a, b: int(a == b),

@@ -92,3 +92,36 @@ def test_a_launch_runs_only_where_its_condition_holds():
     chosen = lambda shape: [l.launch.kernel for l in segment.launches if l.when([shape], [])]  # noqa: E731
     assert chosen((8, 4096)) == ["short"] and chosen((8, 4097)) == ["long"]
     assert compile_formula(["le", ["const", 3], ["const", 3]])([], []) == 1
+
+
+def test_a_quotient_by_an_empty_dim_is_zero_so_empty_tensors_launch_nothing_over_it():
+    """An outer sum of 0 columns splits its rows by ``(sms * 4) // ceildiv(cols, 128)``:
+    a ZeroDivisionError on the GPU host (test_executor's empty batch, run there) before
+    quotients by 0 were defined as 0. Its programs, compiled here without a GPU, now
+    evaluate for empty shapes: no block over the 0 columns, and a 0-row tensor's
+    column sums keep their blocks (they write the zeros)."""
+    from fuser_mlir import DataType, FusionDefinition
+    from fuser_mlir.compiler import compile_fusion
+    from fuser_mlir.runtime import cuda
+    from fuser_mlir.runtime.launch import compile_formula, evaluate
+
+    for op in ("div", "ceildiv", "mod"):
+        expr = [op, ["const", 7], ["argdim", 0, 1]]
+        assert evaluate(expr, [(3, 0)], []) == compile_formula(expr)([(3, 0)], []) == 0
+        assert evaluate(expr, [(3, 2)], []) == {"div": 3, "ceildiv": 4, "mod": 1}[op]
+    with FusionDefinition(name="sums") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[1], keepdim=True))
+        fd.add_output(fd.ops.sum(x, dims=[0], keepdim=True))
+    available, cuda.available = cuda.available, lambda: False  # compile only
+    try:
+        compiled = compile_fusion(fd, device="cuda:0", layouts={"input": [(True, 256)], "given": {}})
+    finally:
+        cuda.available = available
+    (outer,) = [p for p in compiled.program.programs.values() if p.temps]  # the outer sum's splits
+    for shape in [(5, 0), (0, 0), (0, 37)]:
+        shapes = [list(shape), [1, shape[1]]]
+        running = [launch for launch in outer.launches if launch.when is None or evaluate(launch.when, shapes, [], 132)]
+        blocks = [evaluate(launch.grid[0], shapes, [], 132) for launch in running]
+        assert running and all(blocks) == bool(shape[1])
+        assert all(evaluate(d, shapes, [], 132) >= 0 for t in outer.temps for d in t.shape)

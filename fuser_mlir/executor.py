@@ -291,13 +291,14 @@ class FusionExecutorCache:
         self.memory = MemoryStats()
         self._compiled: dict[tuple, object] = {}
         self._hits = HitCache(fusion)  # raw argument signature -> compiled, for cache hits
-        self._loaded = None  # the LoadedFusion of for_loaded (then nothing compiles)
+        self._loaded = None  # the LoadedFusion or CompiledFusion of for_loaded (then nothing compiles)
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
-        """The executor of a loaded artifact: it validates arguments against the
-        artifact's signature exactly as for a definition, and runs the artifact
-        for its one key (an InputError names what differs otherwise)."""
+        """The executor of a loaded artifact (or of a compiled fusion: its
+        ``run``): it validates arguments against the fusion's signature exactly
+        as for a definition, and runs it for its one key (an InputError names
+        what differs otherwise)."""
         executor = cls(loaded.signature, device=loaded.device)
         executor.hazard_policy = loaded.hazard_policy
         executor._loaded = loaded

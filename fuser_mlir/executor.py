@@ -247,7 +247,7 @@ def infer_device(fusion, inputs: Sequence[object], outputs) -> str:
     for index, (spec, value) in enumerate(zip(fusion.inputs, inputs)):
         if spec.kind == "tensor" and value_device(value) is not None:
             found.append((f"input {index}", value_device(value)))
-    for index, value in enumerate(outputs or ()):
+    for index, value in enumerate(outputs if isinstance(outputs, (list, tuple)) else ()):  # else validate_outputs says what is wrong
         if value is not None and value_device(value) is not None:
             found.append((f"output {index}", value_device(value)))
     kinds = {kind for _, kind in found}

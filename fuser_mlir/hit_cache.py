@@ -15,7 +15,7 @@ that call's CompiledFusion.
 What a hit still checks per call, because the raw signature does not fix it:
 scalar inputs (converted, and checked by the same function as a full
 validation when they are not plain Python numbers), whether each given output
-is writable, whether a given output is its in-place input itself (which
+and each NumPy input updated in place is writable, whether a given output is its in-place input itself (which
 decides whether it is a separate destination), and overlaps of given outputs
 with inputs and with each other. Anything unusual (another array type, a
 read-only output, an alias decision that differs from the remembered one) is
@@ -121,6 +121,7 @@ class HitCache:
         self._tensor_inputs = tuple(i for i, s in enumerate(specs) if s.kind == "tensor")
         self._scalar_inputs = tuple((i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES) for i, s in enumerate(specs) if s.kind != "tensor")
         self._visible = None  # visible output specs, on first use
+        self._written = ()  # inputs updated in place (a NumPy one's writeable flag is checked per hit), on first use
         self._tensor_type = None  # torch.Tensor, once torch is imported
         #: the ``fast`` function of the entry hit last (None: none yet, or
         #: the table changed since): FusionExecutorCache.run tries it first
@@ -174,6 +175,9 @@ class HitCache:
         entry = self._entries.get(signature)
         if entry is None:
             return None
+        for i in self._written:
+            if type(inputs[i]) is np.ndarray and not inputs[i].flags.writeable:
+                return None  # an input updated in place, read-only: the full path names it
         args = self._scalars(inputs) if self._scalar_inputs else inputs
         if not entry.checks:
             return entry, args, {}, pointers
@@ -204,9 +208,10 @@ class HitCache:
             return
         self._tensor_type = _torch_tensor_type()
         if self._visible is None:
-            from fuser_mlir.outputs import visible_outputs
+            from fuser_mlir.outputs import visible_outputs, written_inputs
 
             self._visible = visible_outputs(self.fusion)
+            self._written = written_inputs(self.fusion)
         passed = [index for index, buf in enumerate(outputs or ()) if buf is not None]
         input_at = {i: k for k, i in enumerate(self._tensor_inputs)}
         given_at = {index: len(input_at) + k for k, index in enumerate(passed)}

@@ -5,8 +5,9 @@
 output that is also an in-place update may be given its input itself: the
 update lands there anyway, so it is not a separate destination. Everything is
 checked before anything runs, so a bad call writes nothing: length, array
-type, shape, dtype, writability, overlap with inputs that are not the
-output's declared alias, and overlap between given outputs.
+type, shape, dtype, writability (of the inputs updated in place too),
+overlap with inputs that are not the output's declared alias, and overlap
+between given outputs.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ def visible_outputs(fusion) -> list:
 
 def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu") -> dict[int, object]:
     """Return ``{visible output index: buffer}`` for the given outputs (as the
-    runtime's array type on ``device``)."""
+    runtime's array type on ``device``). Inputs updated in place must be
+    writable too (:func:`check_written_inputs`)."""
+    check_written_inputs(fusion, args)
     if outputs is None:
         return {}
     visible = visible_outputs(fusion)
     if not isinstance(outputs, (list, tuple)):
-        raise InputError(f"outputs must be None or a list with one entry (a buffer or None) per output, got {type(outputs).__name__}")
+        wrap = f"; to give the one output, wrap it: outputs=[buf]" if len(visible) == 1 and hasattr(outputs, "shape") else ""
+        raise InputError(f"outputs must be None or a list with one entry (a buffer or None) per output, got {type(outputs).__name__}{wrap}")
     if len(outputs) != len(visible):
         raise InputError(f"the fusion has {len(visible)} outputs, but outputs has {len(outputs)} entries; pass one buffer or None per output")
     shapes = [tuple(getattr(a, "shape", ())) for a in args]
@@ -43,6 +47,22 @@ def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu
         given[index] = array
     _check_overlaps(visible, args, given)
     return given
+
+
+def written_inputs(fusion) -> list[int]:
+    """The inputs the fusion updates in place (an output aliased to them, visible or not)."""
+    return sorted({o.alias_input for o in fusion.outputs if o.alias_input is not None})
+
+
+def check_written_inputs(fusion, args: Sequence[object]) -> None:
+    """InputError where an input the fusion updates in place is read-only
+    (a NumPy array with ``writeable`` off, a read-only CUDA array)."""
+    for index in written_inputs(fusion):
+        if _read_only(args[index]):
+            raise InputError(
+                f"input {index} is read-only, but the fusion updates it in place (an output aliased to it); "
+                "pass a writable array (a copy), or define the output without the alias"
+            )
 
 
 def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):

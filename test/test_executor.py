@@ -115,6 +115,7 @@ def test_declared_contiguity_is_checked():
         (lambda x: [_read_only(np.empty(6, np.float32)), None], "output 0 is read-only"),
         (lambda x: [None, x], "output 1 overlaps input 0, which is not its declared alias"),
         (lambda x: ["not an array", None], "output 0 must be a NumPy array or None, got builtins.str"),
+        (lambda x: np.empty(6, np.float32), "outputs must be None or a list with one entry (a buffer or None) per output, got ndarray"),
     ],
 )
 def test_bad_outputs_are_rejected_and_nothing_is_written(make_outputs, message):
@@ -125,6 +126,17 @@ def test_bad_outputs_are_rejected_and_nothing_is_written(make_outputs, message):
         fd.execute([x, y, 1.0], outputs=make_outputs(x))
     assert message in str(err.value)
     np.testing.assert_array_equal(x, x0)
+
+
+def test_one_buffer_given_bare_for_the_one_output_is_told_to_wrap_it():
+    # It once failed inside device inference with NumPy's "truth value of an array ... is ambiguous".
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x * 2.0)
+    buf = np.full(8, np.nan, np.float32)
+    with pytest.raises(InputError, match=r"got ndarray; to give the one output, wrap it: outputs=\[buf\]"):
+        fd.execute([rand(8)], outputs=buf)
+    assert np.isnan(buf).all()
 
 
 def test_given_outputs_that_overlap_each_other_are_rejected():

@@ -119,6 +119,29 @@ def test_a_given_output_is_rechecked_for_writability_and_overlap_on_a_hit():
     np.testing.assert_array_equal(y, y0)
 
 
+def test_an_input_updated_in_place_must_be_writable_on_a_miss_and_on_a_hit():
+    # It was never checked: a read-only array (a read-only memory map, np.frombuffer of bytes)
+    # was written in place.
+    fec = FusionExecutorCache(inplace_and_visible())
+    x = rand(8)
+    x0 = x.copy()
+    read_only = rand(8)
+    read_only.flags.writeable = False
+    kept = read_only.copy()
+    with pytest.raises(InputError, match="input 0 is read-only, but the fusion updates it in place"):
+        fec.run([read_only])  # a miss: the full validation
+    np.testing.assert_array_equal(read_only, kept)
+    (doubled,) = fec.run([x])
+    np.testing.assert_allclose(doubled, x0 * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(x, x0 * 2.0, rtol=1e-6)
+    assert fec._hits.signature([read_only], None) == fec._hits.signature([x], None)
+    assert fec._hits.lookup([read_only], None) is None  # same raw signature: the hit path sends it to the full path
+    with pytest.raises(InputError, match="input 0 is read-only"):
+        fec.run([read_only])
+    np.testing.assert_array_equal(read_only, kept)
+    assert fec.stats.compilations == 1
+
+
 def test_an_output_given_its_own_inplace_input_is_decided_per_call():
     fd = inplace_and_visible()
     fec = FusionExecutorCache(fd)

@@ -63,6 +63,8 @@ def check_written_inputs(fusion, args: Sequence[object]) -> None:
                 f"input {index} is read-only, but the fusion updates it in place (an output aliased to it); "
                 "pass a writable array (a copy), or define the output without the alias"
             )
+        if overlaps_itself(args[index]):
+            raise InputError(f"input {index} {_shares_elements(args[index])}, but the fusion updates it in place; pass a copy")
 
 
 def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
@@ -80,7 +82,31 @@ def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
         raise InputError(f"output {index} has dtype {buf.dtype}, but the fusion produces {spec.dtype.name} ({spec.dtype.numpy})")
     if _read_only(buf):
         raise InputError(f"output {index} is read-only; pass a writable array")
+    if overlaps_itself(buf):
+        raise InputError(f"output {index} {_shares_elements(buf)}, so its writes would race; pass a buffer of distinct elements")
     return buf
+
+
+def overlaps_itself(array) -> bool:
+    """Whether two elements of ``array`` may share memory: a stride of 0 over
+    a dim of several elements (``numpy.broadcast_to``, torch's ``expand``) or
+    strides that interleave. Dims sorted by stride, each must step past all
+    of the dims before it; a layout that fails this but happens to be
+    disjoint counts too (torch refuses such written tensors the same way)."""
+    _, shape, strides, itemsize = _geometry(array)
+    if 0 in shape:
+        return False
+    span = itemsize
+    for stride, size in sorted((abs(st), size) for size, st in zip(shape, strides) if size > 1):
+        if stride < span:
+            return True
+        span = stride * size
+    return False
+
+
+def _shares_elements(array) -> str:
+    _, shape, strides, _ = _geometry(array)
+    return f"has elements that share memory (shape {list(shape)}, byte strides {list(strides)}: a stride of 0, or strides that interleave)"
 
 
 def _read_only(array) -> bool:

@@ -116,6 +116,8 @@ def test_declared_contiguity_is_checked():
         (lambda x: [None, x], "output 1 overlaps input 0, which is not its declared alias"),
         (lambda x: ["not an array", None], "output 0 must be a NumPy array or None, got builtins.str"),
         (lambda x: np.empty(6, np.float32), "outputs must be None or a list with one entry (a buffer or None) per output, got ndarray"),
+        (lambda x: [np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(6,), strides=(0,)), None],
+         "output 0 has elements that share memory (shape [6], byte strides [0]"),
     ],
 )
 def test_bad_outputs_are_rejected_and_nothing_is_written(make_outputs, message):
@@ -137,6 +139,36 @@ def test_one_buffer_given_bare_for_the_one_output_is_told_to_wrap_it():
     with pytest.raises(InputError, match=r"got ndarray; to give the one output, wrap it: outputs=\[buf\]"):
         fd.execute([rand(8)], outputs=buf)
     assert np.isnan(buf).all()
+
+
+def test_buffers_written_whose_elements_share_memory_are_rejected():
+    # A stride of 0 (np.broadcast_to made writable, torch's expand) or interleaved strides: each write
+    # would land on elements others write too, last writer winning on the CPU, racing on a GPU.
+    # Only written buffers: a broadcast input that is only read is fine.
+    from fuser_mlir.outputs import overlaps_itself
+    from fuser_mlir.runtime.arrays import DeviceArray
+
+    def strided(shape, strides, size=64):
+        return np.lib.stride_tricks.as_strided(np.zeros(size, np.float32), shape=shape, strides=strides)
+
+    assert overlaps_itself(strided((4, 5), (0, 4))) and overlaps_itself(strided((4, 5), (12, 4)))
+    assert overlaps_itself(DeviceArray(0x1000, (4, 5), (4, 0), np.float32))  # judged from its geometry, no GPU read
+    assert not overlaps_itself(np.empty((5, 4), np.float32).T) and not overlaps_itself(np.empty((4, 10), np.float32)[:, ::2])
+    assert not overlaps_itself(strided((1, 5), (0, 4))) and not overlaps_itself(strided((0, 5), (0, 0)))
+    assert not overlaps_itself(DeviceArray(0x1000, (4, 5), (-20, 4), np.float32))
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(x * w, x)  # x <- x * w in place
+    shared = strided((4, 5), (0, 4))
+    with pytest.raises(InputError, match=r"input 0 has elements that share memory \(shape \[4, 5\], byte strides \[0, 4\].*updates it in place; pass a copy"):
+        fd.execute([shared, rand(4, 5)])
+    assert not shared.any()
+    x, row = rand(4, 5), rand(5)
+    x0, row0 = x.copy(), row.copy()
+    fd.execute([x, np.lib.stride_tricks.as_strided(row, shape=(4, 5), strides=(0, 4))])  # read, not written: fine
+    np.testing.assert_allclose(x, x0.astype(np.float64) * row0, rtol=1e-6)
+    np.testing.assert_array_equal(row, row0)
 
 
 def test_given_outputs_that_overlap_each_other_are_rejected():

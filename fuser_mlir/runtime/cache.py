@@ -54,6 +54,7 @@ from fuser_mlir.runtime.artifact import (
     remove_if_present,
     write_zip,
 )
+from fuser_mlir.runtime.plan import Runnable
 
 LAYOUT = "v1"
 SUFFIX = ".fsn"
@@ -139,6 +140,8 @@ class DiskCache:
             os.utime(path)
         except OSError:
             pass
+        # what fd.compile hands back: its errors speak of the fusion, as a freshly compiled one's do
+        loaded.described_as, loaded.other_signature_hint = Runnable.described_as, Runnable.other_signature_hint
         return loaded
 
     def store(self, key: str, compiled) -> Path | None:

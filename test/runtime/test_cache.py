@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fuser_mlir import DataType, FusionDefinition
-from fuser_mlir.errors import CacheWarning
+from fuser_mlir.errors import CacheWarning, InputError
 from fuser_mlir.runtime.artifact import LoadedFusion
 from fuser_mlir.runtime.cache import DiskCache
 from devices import subprocess_env
@@ -195,9 +195,14 @@ def test_a_hit_from_disk_is_a_loaded_fusion_and_counts_as_a_disk_hit(tmp_path, m
     np.testing.assert_allclose(out, evaluate(second, [x])[0], rtol=1e-6)
     stats = second._executor.stats
     assert (stats.compilations, stats.disk_hits, stats.misses) == (0, 1, 1)
-    assert isinstance(second.compile([x]), LoadedFusion)
+    from_disk = second.compile([x])
+    assert isinstance(from_disk, LoadedFusion)
     second.execute([rand(4, 4)])
     assert second._executor.stats.hits >= 1 and second._executor.stats.disk_hits == 1
+    # fd.compile's result speaks of the fusion, not of an artifact the user never exported
+    with pytest.raises(InputError, match="the signature fusion 'small' was compiled for: input 0 has stride order .* "
+                                         "fd.execute compiles the fusion again"):
+        from_disk.run([rand(3, 2).T])
 
 
 def test_another_definition_or_signature_or_policy_misses(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ import numpy as np
 
 from fuser_mlir.errors import DeviceError, InputError
 from fuser_mlir.hit_cache import HitCache
-from fuser_mlir.outputs import validate_outputs, visible_outputs
+from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
 from fuser_mlir.runtime.arrays import contiguous_strides
 from fuser_mlir.runtime.plan import MemoryStats
 
@@ -227,6 +227,7 @@ def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> li
     ]
     check_sizes(fusion.size_classes, args)
     fusion.check_input_shapes([getattr(a, "shape", None) for a in args])
+    check_written_inputs(fusion, args)
     return args
 
 

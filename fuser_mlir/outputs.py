@@ -25,9 +25,7 @@ def visible_outputs(fusion) -> list:
 
 def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu") -> dict[int, object]:
     """Return ``{visible output index: buffer}`` for the given outputs (as the
-    runtime's array type on ``device``). Inputs updated in place must be
-    writable too (:func:`check_written_inputs`)."""
-    check_written_inputs(fusion, args)
+    runtime's array type on ``device``)."""
     if outputs is None:
         return {}
     visible = visible_outputs(fusion)
@@ -56,7 +54,9 @@ def written_inputs(fusion) -> list[int]:
 
 def check_written_inputs(fusion, args: Sequence[object]) -> None:
     """InputError where an input the fusion updates in place is read-only
-    (a NumPy array with ``writeable`` off, a read-only CUDA array)."""
+    (a NumPy array with ``writeable`` off, a read-only CUDA array) or
+    repeats elements (:func:`overlaps_itself`); part of the inputs'
+    validation (:func:`fuser_mlir.executor.validate_inputs`)."""
     for index in written_inputs(fusion):
         if _read_only(args[index]):
             raise InputError(

@@ -400,6 +400,14 @@ BLOCK_CAPPED_ABOVE = 40
 #: 0.93-0.94 on (256, 4) and 0.90 / 0.95 on (128, 8), a softmax (32) within
 #: 0.01 (bench/results/h200-sweeps.txt, sweep 14).
 HALVE_CAPPED_BLOCKS = True
+#: (above, registers): a 256-thread cached block variant whose row values
+#: take more than ``above`` registers a lane but are not capped
+#: (:data:`BLOCK_CAPPED_ABOVE`) gets ``.maxnreg registers``, so more blocks
+#: fit an SM; (0, 0): off. An RMS norm bfloat16 of 8K columns (40 values a
+#: lane on (256, 4)) takes 54 registers, 4 blocks an SM (32 warps; ncu:
+#: 47.5% of warps active against torch.compile's 92.2%, sweep 34b); at 48
+#: (4 bytes spilled) 5 blocks fit.
+BLOCK_OCCUPANCY_CAP = (0, 0)
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536
 #: Slots (``lanes`` columns each) a lane reads per iteration of a row loop
@@ -3175,6 +3183,8 @@ class _SegmentScheduler:
                 threads, columns = threads // 2, columns * 2
             elif capped:
                 cap = BLOCK_MAX_REGISTERS
+            elif threads == THREADS and BLOCK_OCCUPANCY_CAP[1] and values > BLOCK_OCCUPANCY_CAP[0]:
+                cap = BLOCK_OCCUPANCY_CAP[1]
             buffered, shared_weights, weight_slots, noncoherent = 0, 0, 0, False
             row_bytes, weight_sizes = buffered_bytes
             weight_bytes = sum(weight_sizes)

@@ -855,6 +855,38 @@ def test_row_variants_that_rows_fill_and_register_caps(monkeypatch, halve):
             assert ("nvvm.maxntid = array<i32: 128, 1, 1>" in kernel) == (halved and cols == 8192)
 
 
+
+def rms_norm_bf16():
+    """An RMS norm of bfloat16 tensors computed in float32 (40 row values a lane on (256, 4))."""
+    with FusionDefinition() as fd:
+        x = fd.ops.cast(fd.define_tensor(shape=[-1, -1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        w = fd.ops.cast(fd.define_tensor(shape=[-1], dtype=DataType.BFloat16), dtype=DataType.Float)
+        normed = x * fd.ops.rsqrt(fd.ops.mean(x * x, dims=[1], keepdim=True) + 1e-6)
+        fd.add_output(fd.ops.cast(normed * w, dtype=DataType.BFloat16))
+    return fd
+
+
+@pytest.mark.parametrize("cap", [(0, 0), (32, 48)], ids=["off", "on"])
+def test_the_occupancy_cap_of_moderate_block_rows(monkeypatch, cap):
+    """BLOCK_OCCUPANCY_CAP (above, registers) gives ``.maxnreg`` to the
+    256-thread cached block variant whose row values take more than ``above``
+    registers a lane and are not capped otherwise: the RMS norm bfloat16's
+    rows of 8K columns (40 a lane); not the softmax's (32), nor the layer
+    norm's (48: halved to 128 threads, HALVE_CAPPED_BLOCKS). Off, none."""
+    monkeypatch.setattr(gpu_schedule, "BLOCK_OCCUPANCY_CAP", cap)
+    for build, inputs, takes in [(rms_norm_bf16, 2, True), (softmax_bf16, 1, False), (layer_norm_bf16, 3, False)]:
+        context, module = outlined(build())
+        with context, ir.Location.unknown():
+            scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16)] * (inputs + 1)})
+        (program,) = scheduled.programs.values()
+        text = str(scheduled.module)
+        shapes = [(3, 8192)] + [(8192,)] * (inputs - 1) + [(3, 8192)]
+        (launch,) = [launch for launch in program.launches if evaluate(launch.when, shapes, [])]
+        kernel = kernel_text(text, launch.kernel)
+        assert launch.block[0] == (128 if build is layer_norm_bf16 else 256), build.__name__
+        assert ("nvvm.maxnreg = 48" in kernel) == (takes and cap != (0, 0)), build.__name__
+        assert "nvvm.maxnreg" not in kernel or (takes and cap != (0, 0)), build.__name__
+
 def test_streamed_rows_run_their_warps_in_blocks_of_two():
     """A row plan whose row one generic reads (a bfloat16 sum, a sum of
     products) holds no row values, so its cached warp variants run in blocks

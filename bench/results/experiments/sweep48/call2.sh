@@ -1,6 +1,7 @@
 # Run on the GPU host from the repository root: bash bench/results/experiments/sweep48/call2.sh (results under $OUT).
 # Sweep 48's H200 question, lean (the device budget left after call.sh ran on an H100): BLOCK_OCCUPANCY_CAP (32, 48)
-# on the RMS norm bfloat16 of 8K columns, twice in turn, and the host overhead at this code, after the GPU suite. Nothing on another card.
+# on the RMS norm bfloat16 of 8K columns, twice in turn, and the host overhead at this code, after the GPU suite.
+# Nothing on another card.
 . scripts/gpu-env.sh
 { nvidia-smi --query-gpu=name --format=csv,noheader; date; } > $OUT/gpu.txt 2>&1
 grep -q H200 $OUT/gpu.txt || exit 0

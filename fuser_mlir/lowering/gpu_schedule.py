@@ -406,7 +406,9 @@ HALVE_CAPPED_BLOCKS = True
 #: fit an SM; (0, 0): off. An RMS norm bfloat16 of 8K columns (40 values a
 #: lane on (256, 4)) takes 54 registers, 4 blocks an SM (32 warps; ncu:
 #: 47.5% of warps active against torch.compile's 92.2%, sweep 34b); at 48
-#: (4 bytes spilled) 5 blocks fit.
+#: (4 bytes spilled) 5 blocks fit, at 40 (44 bytes) 6. On an H100 (sweep
+#: 48f; 256 MB, one call after an L2 flush) (32, 48) tied (180.4 us against
+#: 179.8-180.0) and (32, 40) lost 15%; not measured on the H200, so off.
 BLOCK_OCCUPANCY_CAP = (0, 0)
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536

@@ -855,7 +855,6 @@ def test_row_variants_that_rows_fill_and_register_caps(monkeypatch, halve):
             assert ("nvvm.maxntid = array<i32: 128, 1, 1>" in kernel) == (halved and cols == 8192)
 
 
-
 def rms_norm_bf16():
     """An RMS norm of bfloat16 tensors computed in float32 (40 row values a lane on (256, 4))."""
     with FusionDefinition() as fd:
@@ -886,6 +885,7 @@ def test_the_occupancy_cap_of_moderate_block_rows(monkeypatch, cap):
         assert launch.block[0] == (128 if build is layer_norm_bf16 else 256), build.__name__
         assert ("nvvm.maxnreg = 48" in kernel) == (takes and cap != (0, 0)), build.__name__
         assert "nvvm.maxnreg" not in kernel or (takes and cap != (0, 0)), build.__name__
+
 
 def test_streamed_rows_run_their_warps_in_blocks_of_two():
     """A row plan whose row one generic reads (a bfloat16 sum, a sum of

@@ -191,6 +191,10 @@ def _check_scalar(spec, index: int, value: object) -> object:
     as_float = float(value)
     if not as_float.is_integer():
         raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but got {value!r}; pass an int")
+    low, high = spec.dtype.int_range
+    if not low <= int(value) <= high:
+        shown = int(value) if isinstance(value, (int, np.integer)) else value  # 2**63, not np.uint64(2**63)
+        raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but {shown!r} does not fit in it ({low} to {high})")
     return int(value)
 
 

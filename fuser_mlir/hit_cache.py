@@ -14,10 +14,12 @@ that call's CompiledFusion.
 
 What a hit still checks per call, because the raw signature does not fix it:
 scalar inputs (converted, and checked by the same function as a full
-validation when they are not plain Python numbers), whether each given output
-and each NumPy input updated in place is writable, whether a given output is its in-place input itself (which
-decides whether it is a separate destination), and overlaps of given outputs
-with inputs and with each other. Anything unusual (another array type, a
+validation when they are not plain Python numbers or are integers out of
+their type's range), whether each given output and each NumPy input updated
+in place is writable, whether a given output is its in-place input itself
+(which decides whether it is a separate destination), and overlaps of given
+outputs with inputs and with each other, and of inputs updated in place with
+the other inputs. Anything unusual (another array type, a
 read-only output, an alias decision that differs from the remembered one) is
 a miss: the caller runs the full path, which raises the usual error or
 remembers the new signature.
@@ -80,6 +82,11 @@ class HitEntry:
     #: elements: the byte range it touches, relative to its pointer (the raw
     #: signature fixes it)
     spans: tuple = ()
+    #: (written input, its pointer position, low, high, other tensor input,
+    #: its pointer position, low, high) for each input updated in place and
+    #: each other tensor input, both with elements: a hit whose byte ranges
+    #: meet takes the full path (which names the overlap)
+    written: tuple = ()
     #: per output passed: (index, alias, separate, pointer position, byte range
     #: relative to the pointer or None, whether it has its alias input's shape,
     #: strides and dtype (then it *is* that input exactly when the pointers are
@@ -119,7 +126,12 @@ class HitCache:
         specs = fusion.inputs
         self._num_inputs = len(specs)
         self._tensor_inputs = tuple(i for i, s in enumerate(specs) if s.kind == "tensor")
-        self._scalar_inputs = tuple((i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES) for i, s in enumerate(specs) if s.kind != "tensor")
+        #: (index, spec, Python types taken as they are, (least, greatest) of an integer type or None) per scalar input
+        self._scalar_inputs = tuple(
+            (i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES, s.dtype.int_range if s.dtype.is_int else None)
+            for i, s in enumerate(specs)
+            if s.kind != "tensor"
+        )
         self._visible = None  # visible output specs, on first use
         self._written = ()  # inputs updated in place (a NumPy one's writeable flag is checked per hit), on first use
         self._tensor_type = None  # torch.Tensor, once torch is imported
@@ -178,6 +190,9 @@ class HitCache:
         for i in self._written:
             if type(inputs[i]) is np.ndarray and not inputs[i].flags.writeable:
                 return None  # an input updated in place, read-only: the full path names it
+        for _, at, low, high, _, other_at, other_low, other_high in entry.written:
+            if pointers[at] + low < pointers[other_at] + other_high and pointers[other_at] + other_low < pointers[at] + high:
+                return None  # an input updated in place meets another input: the full path names it
         args = self._scalars(inputs) if self._scalar_inputs else inputs
         if not entry.checks:
             return entry, args, {}, pointers
@@ -190,9 +205,9 @@ class HitCache:
         from fuser_mlir.executor import _check_scalar
 
         args = list(inputs)
-        for i, spec, fast in self._scalar_inputs:
+        for i, spec, fast, bounds in self._scalar_inputs:
             value = args[i]
-            if type(value) in fast:
+            if type(value) in fast and (bounds is None or bounds[0] <= value <= bounds[1]):
                 args[i] = float(value) if fast is _FLOAT_TYPES else (bool(value) if spec.dtype.name == "Bool" else int(value))
             else:
                 args[i] = _check_scalar(spec, i, value)  # the full path's conversion and message
@@ -228,6 +243,7 @@ class HitCache:
             same_layout = alias is not None and _same_layout(buf, inputs[alias])
             alias_at = input_at[alias] if alias is not None else None
             checks.append((index, alias, separate, given_at[index], _relative_extent(buf), same_layout, alias_at, type(buf) is np.ndarray))
+        written = tuple((*span, *other) for span in spans if span[0] in self._written for other in spans if other[0] != span[0])
         existing = self._entries.get(signature)
         if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout):
             return  # keep its runner (and any CUDA graph it built)
@@ -235,7 +251,7 @@ class HitCache:
             self._entries.clear()
         self.last = None
         self._entries[signature] = HitEntry(
-            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), tuple(checks), signature=signature
+            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), signature=signature
         )
 
     def guard(self, entry: HitEntry) -> "Guard | None":
@@ -266,7 +282,7 @@ class Guard:
     def __init__(self, cache: HitCache, entry: HitEntry):
         self.cache = cache
         self.entry = entry
-        self._scalars = {i for i, _, _ in cache._scalar_inputs}
+        self._scalars = {i for i, *_ in cache._scalar_inputs}
 
     def write(self, w, sources) -> None:
         """Statements that return None on any difference, and bind each
@@ -279,13 +295,16 @@ class Guard:
         w.line("return None", 2)
         for i in cache._tensor_inputs:
             self._tensor(w, f"inputs[{i}]", f"x{i}", f"p{i}", signature)
-        for i, spec, fast in cache._scalar_inputs:
+        for i, spec, fast, bounds in cache._scalar_inputs:
             kinds = w.constant(f"SCALAR{i}", fast)
             w.line(f"s{i} = inputs[{i}]")
-            w.line(f"if type(s{i}) not in {kinds}:")
+            w.line(f"if type(s{i}) not in {kinds}{f' or not {bounds[0]} <= s{i} <= {bounds[1]}' if bounds else ''}:")
             w.line("return None  # the full path converts or refuses it", 2)
             convert = "float" if fast is _FLOAT_TYPES else ("bool" if spec.dtype.name == "Bool" else "int")
             w.line(f"s{i} = {convert}(s{i})")
+        for i, _, low, high, other, _, other_low, other_high in entry.written:
+            w.line(f"if {_plus(f'p{i}', low)} < {_plus(f'p{other}', other_high)} and {_plus(f'p{other}', other_low)} < {_plus(f'p{i}', high)}:")
+            w.line("return None  # an input updated in place meets another input: the full path names it", 2)
         count = next(signature, None)
         if count is None:
             w.line("if outputs is not None:")

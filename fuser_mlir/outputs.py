@@ -54,9 +54,12 @@ def written_inputs(fusion) -> list[int]:
 
 def check_written_inputs(fusion, args: Sequence[object]) -> None:
     """InputError where an input the fusion updates in place is read-only
-    (a NumPy array with ``writeable`` off, a read-only CUDA array) or
-    repeats elements (:func:`overlaps_itself`); part of the inputs'
-    validation (:func:`fuser_mlir.executor.validate_inputs`)."""
+    (a NumPy array with ``writeable`` off, a read-only CUDA array), repeats
+    elements (:func:`overlaps_itself`) or shares memory with another tensor
+    input (the same array passed twice, a view of it): the fusion's other
+    reads of that input would see its writes, which no hazard analysis of
+    the definition can know of. Part of the inputs' validation
+    (:func:`fuser_mlir.executor.validate_inputs`)."""
     for index in written_inputs(fusion):
         if _read_only(args[index]):
             raise InputError(
@@ -65,6 +68,12 @@ def check_written_inputs(fusion, args: Sequence[object]) -> None:
             )
         if overlaps_itself(args[index]):
             raise InputError(f"input {index} {_shares_elements(args[index])}, but the fusion updates it in place; pass a copy")
+        for other, arg in enumerate(args):
+            if other != index and fusion.inputs[other].kind == "tensor" and may_overlap(args[index], arg):
+                raise InputError(
+                    f"input {index} is updated in place, but it shares memory with input {other}, which the fusion reads "
+                    f"as a separate tensor (it would see the writes); pass a copy of one of them"
+                )
 
 
 def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):

@@ -142,6 +142,67 @@ def test_an_input_updated_in_place_must_be_writable_on_a_miss_and_on_a_hit():
     assert fec.stats.compilations == 1
 
 
+def test_integer_scalars_must_fit_their_type_on_a_miss_and_on_a_hit():
+    # They wrapped: 2**31 for an Int32 scalar ran as -2**31, 1e30 for an Int as whatever its low bits were.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Int)
+        fd.add_output(x + fd.define_scalar(dtype=DataType.Int32))
+        fd.add_output(x + fd.define_scalar(dtype=DataType.Int))
+    fec = FusionExecutorCache(fd)
+    low32, high32, low64, high64 = -(2**31), 2**31 - 1, -(2**63), 2**63 - 1
+    x = RNG.integers(-100, 100, 8)
+    # the first a miss, the others hits; the tensor's sign keeps the sums in range
+    for x, scalars in [(x, [3, 4]), (-abs(x), [high32, high64]), (abs(x), [low32, low64])]:
+        small, large = fec.run([x, *scalars])
+        np.testing.assert_array_equal(small, np.array([int(v) + scalars[0] for v in x]))
+        np.testing.assert_array_equal(large, np.array([int(v) + scalars[1] for v in x], dtype=np.int64))
+    assert fec.stats.misses == 1 and fec.stats.hits == 2
+    for scalars, index, what, kind in [
+        ([high32 + 1, 0], 1, "2147483648", "Int32"),
+        ([low32 - 1, 0], 1, "-2147483649", "Int32"),
+        ([0, high64 + 1], 2, "9223372036854775808", "Int"),
+        ([0, 1e30], 2, "1e\\+30", "Int"),
+        ([0, np.uint64(high64 + 1)], 2, "9223372036854775808", "Int"),
+    ]:
+        with pytest.raises(InputError, match=rf"input {index} is an integer scalar \({kind}\), but {what} does not fit in it"):
+            fec.run([x, *scalars])
+    fresh = FusionExecutorCache(fd)  # on a miss too
+    with pytest.raises(InputError, match=r"input 1 is an integer scalar \(Int32\), but 2147483648 does not fit in it"):
+        fresh.run([x, high32 + 1, 0])
+
+
+def test_an_input_updated_in_place_must_not_share_memory_with_another_input():
+    # It did not: the fusion's read of the other input saw the in-place writes (x <- x + y with y a view
+    # of x gave neither x + y nor anything defined, and exp(y) read the updated values).
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x + y, x)
+        fd.add_output(fd.ops.exp(y))
+    fec = FusionExecutorCache(fd)
+    block = aligned(RNG.standard_normal(16).astype(np.float32))
+    message = "input 0 is updated in place, but it shares memory with input 1, which the fusion reads as a separate tensor"
+    for y_of in (lambda b: b[:8], lambda b: b[7::-1], lambda b: b[4:12]):  # a miss each: the full validation
+        kept = block.copy()
+        with pytest.raises(InputError, match=message):
+            fec.run([block[:8], y_of(block)])
+        np.testing.assert_array_equal(block, kept)
+    x, y = block[:8], block[8:]  # disjoint, from one block: a valid call
+    x0, y0 = x.astype(np.float64), y.astype(np.float64)
+    (e,) = fec.run([x, y])
+    np.testing.assert_allclose(x, x0 + y0, rtol=1e-6)
+    np.testing.assert_allclose(e, np.exp(y0), rtol=1e-6)
+    np.testing.assert_array_equal(y, y0.astype(np.float32))
+    overlapping = block[4:12]  # 16 bytes on: the same raw signature as y
+    assert fec._hits.signature([x, overlapping], None) == fec._hits.signature([x, y], None)
+    assert fec._hits.lookup([x, overlapping], None) is None  # the hit path sees it; the full path names it
+    kept = block.copy()
+    with pytest.raises(InputError, match=message):
+        fec.run([x, overlapping])
+    np.testing.assert_array_equal(block, kept)
+    assert fec.stats.compilations == 1
+
+
 def test_an_output_given_its_own_inplace_input_is_decided_per_call():
     fd = inplace_and_visible()
     fec = FusionExecutorCache(fd)

@@ -58,6 +58,14 @@ class DataType(enum.Enum):
         return self in (DataType.Int, DataType.Int32)
 
     @property
+    def int_range(self) -> tuple[int, int]:
+        """The least and greatest value of an integer type (Int, Int32)."""
+        if not self.is_int:
+            raise ValueError(f"{self.name} is not an integer type")
+        bits = int(self.value[1:])
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    @property
     def is_bool(self) -> bool:
         return self is DataType.Bool
 

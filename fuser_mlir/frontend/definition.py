@@ -37,8 +37,6 @@ from fuser_mlir.frontend.shapes import Extent, Product, ReshapeCheck, ShapeAnaly
 from fuser_mlir.frontend.specs import InputSpec, OutputSpec
 from fuser_mlir.frontend.values import Loc, Scalar, Tensor, Value, user_location
 
-_INT_RANGE = {DataType.Int: (-(2**63), 2**63 - 1), DataType.Int32: (-(2**31), 2**31 - 1)}
-
 
 @dataclass(frozen=True)
 class Record:
@@ -349,7 +347,7 @@ class FusionDefinition:
             return float(value)
         if isinstance(value, float) and not value.is_integer():
             raise DefinitionError(f"the constant {value!r} is not an integer, so it cannot be {dtype.name}; pass an int or a float DataType")
-        low, high = _INT_RANGE[dtype]
+        low, high = dtype.int_range
         if not low <= int(value) <= high:
             raise DefinitionError(f"the constant {value!r} does not fit in {dtype.name} ({low} to {high})")
         return int(value)

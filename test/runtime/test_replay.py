@@ -396,6 +396,10 @@ def guard_cases():
         ("another array over its in-place input", [a, b, 2.5, 3], [device_array(a.ptr, (8, 16))], False),
         ("a separate buffer elsewhere", [a, b, 2.5, 3], [device_array(0x4000_0000, (8, 16))], True),
         ("overlapping the other input", [a, b, 2.5, 3], [device_array(b.ptr + 256, (8, 16))], False),
+        ("the other input over the in-place one", [a, device_array(a.ptr + 256, (8, 16)), 2.5, 3], [separate], False),
+        ("the other input right after the in-place one", [a, device_array(a.ptr + 512, (8, 16)), 2.5, 3], [separate], True),
+        ("the largest Int scalar", [a, b, 2.5, 2**63 - 1], [separate], True),
+        ("an Int scalar past its range", [a, b, 2.5, 2**63], [separate], False),
     ]
     return [(chain(3), [x, y], [out], chain_variants), (scaled_in_place(), [a, b, 2.5, 3], [separate], in_place)]
 

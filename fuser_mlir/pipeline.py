@@ -136,6 +136,11 @@ def parse_pipeline(text: str) -> list[Element]:
     for part in split_top_level(text):
         element = parse_element(part)
         if element.name in PIPELINES:
+            if element.options:
+                raise UnknownPassError(
+                    f"pipeline '{element.name}' takes no options (got '{element.text}'); to set an option of one of "
+                    "its passes, write its passes out (fuser-opt --list-passes prints them) with the option on that pass"
+                )
             elements.extend(parse_pipeline(PIPELINES[element.name]))
         else:
             elements.append(element)

@@ -126,6 +126,45 @@ def test_unwritable_output_file(capsys, valid, tmp_path):
     assert f"fuser-opt: error: cannot write output file '{target}': No such file or directory" in err
 
 
+def test_input_that_is_not_utf8_is_a_usage_error(capsys, tmp_path):
+    # It was a UnicodeDecodeError traceback (a file) or a TypeError from the parser (stdin).
+    path = tmp_path / "latin1.mlir"
+    path.write_bytes(b"// caf\xe9\nmodule {}\n")
+    code, out, err = fuser_opt(capsys, str(path))
+    assert (code, out) == (2, "")
+    assert err == f"fuser-opt: error: cannot read input file '{path}': it is not UTF-8 text (invalid continuation byte at byte 6)\n"
+    child = subprocess.run(
+        [sys.executable, "-m", "fuser_mlir.tools.fuser_opt", "-p", "fuser-verify"], input=path.read_bytes(), capture_output=True, cwd=ROOT, timeout=60
+    )
+    assert child.returncode == 2 and b"cannot read input file <stdin>: it is not UTF-8 text" in child.stderr
+
+
+def test_a_failed_run_leaves_the_output_file_as_it_was(capsys, invalid, valid, tmp_path):
+    # -o truncated the file before anything ran, so a failure left it empty.
+    target = tmp_path / "out.mlir"
+    target.write_text("OLD\n")
+    code, out, err = fuser_opt(capsys, str(invalid), "-o", str(target), "-p", "fuser-verify")
+    assert code == 1 and BROADCAST_ERROR in err
+    assert target.read_text() == "OLD\n"
+    code, _, err = fuser_opt(capsys, str(valid), "-o", str(target), "-p", "fuser-verify")
+    assert code == 0, err
+    assert '"fuser.exp"(%arg0)' in target.read_text()
+
+
+def test_an_output_file_that_is_a_directory(capsys, valid, tmp_path):
+    code, _, err = fuser_opt(capsys, str(valid), "-o", str(tmp_path))
+    assert code == 2
+    assert err == f"fuser-opt: error: cannot write output file '{tmp_path}': Is a directory\n"
+
+
+def test_a_named_pipeline_refuses_options(capsys, valid):
+    # They were dropped: fuser-gpu-pipeline{chip=sm_80} compiled for sm_90.
+    code, out, err = fuser_opt(capsys, str(valid), "-p", "fuser-gpu-pipeline{chip=sm_80}")
+    assert (code, out) == (2, "")
+    assert "pipeline 'fuser-gpu-pipeline' takes no options (got 'fuser-gpu-pipeline{chip=sm_80}')" in err
+    assert "fuser-opt --list-passes prints them" in err
+
+
 def test_unknown_fuser_pass_suggests_the_close_match(capsys, valid):
     code, out, err = fuser_opt(capsys, str(valid), "-p", "fuser-verfy")
     assert code == 2

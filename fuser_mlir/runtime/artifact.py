@@ -237,10 +237,13 @@ def export(compiled, path, *, extra: dict | None = None) -> str:
     """Write ``compiled`` as an artifact at ``path`` (a ``.fsn`` zip or a directory)."""
     path = Path(path)
     manifest, files = artifact_contents(compiled, extra)
-    if path.suffix == ZIP_SUFFIX:
-        write_zip(path, manifest, files)
-    else:
-        write_directory(path, manifest, files)
+    try:
+        if path.suffix == ZIP_SUFFIX:
+            write_zip(path, manifest, files)
+        else:
+            write_directory(path, manifest, files)
+    except OSError as err:  # a read-only or missing place, a directory where the zip goes: nothing was left there
+        raise ArtifactError(f"cannot write the artifact {path}: {err.strerror or err}; choose a writable path") from err
     return str(path)
 
 

@@ -133,8 +133,12 @@ class DiskCache:
         except (FuserError, OSError) as err:  # a failed check, or kernels this device cannot load
             if not path.exists():
                 return None  # a miss (or evicted while we looked)
-            warnings.warn(f"fuser-mlir disk cache: discarding a bad entry, compiling again: {err}", CacheWarning, stacklevel=3)
-            remove_if_present(path)
+            try:
+                remove_if_present(path)
+                what = "discarding a bad entry"
+            except OSError as why:  # a read-only cache, a directory in its place: compile, and keep going
+                what = f"a bad entry that cannot be deleted ({why.strerror or why})"
+            warnings.warn(f"fuser-mlir disk cache: {what}, compiling again: {err}", CacheWarning, stacklevel=3)
             return None
         try:
             os.utime(path)

@@ -232,7 +232,11 @@ def cache_command(args) -> int:
 
     cache = DiskCache()
     if args.action == "clear":
-        print(f"removed {cache.clear()} entries from {cache.directory}")
+        try:
+            removed = cache.clear()
+        except OSError as err:
+            return _error(f"cannot clear the cache at {cache.directory}: {err.strerror or err}")
+        print(f"removed {removed} entries from {cache.directory}")
         return 0
     stats = cache.stats()
     from fuser_mlir import config

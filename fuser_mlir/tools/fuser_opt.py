@@ -12,9 +12,10 @@ tests can match them with FileCheck.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
-from typing import TextIO
+from pathlib import Path
 
 from fuser_mlir import __version__
 from fuser_mlir._mlir import ir, mlir_version
@@ -89,23 +90,25 @@ class FuserOptMain:
         self.check_pipeline()
         text = self.read_input()
         chunks = split_input(text) if self.args.split_input_file else [text]
-        out = self.open_output()
-        try:
-            printed = 0
-            for chunk in chunks:
-                text = self.process(chunk)
-                if text is None:
-                    continue
-                if printed:
-                    print(SPLIT_MARKER, file=out)
-                print(text, file=out, flush=True)
-                printed += 1
-        finally:
-            if out is not sys.stdout:
-                out.close()
-        if self.failed and not self.args.verify_diagnostics:
-            return 1
-        return 0
+        to_file = self.args.output != "-"
+        if to_file:
+            self.check_output()
+        printed = []
+        for chunk in chunks:
+            text = self.process(chunk)
+            if text is None:
+                continue
+            if to_file:
+                printed.append(text)
+                continue
+            if printed:
+                print(SPLIT_MARKER)
+            print(text, flush=True)
+            printed.append("")
+        failed = self.failed and not self.args.verify_diagnostics
+        if to_file and not failed:  # as mlir-opt keeps its -o file only on success: a failed run leaves the old one
+            self.write_output(f"\n{SPLIT_MARKER}\n".join(printed) + "\n" if printed else "")
+        return 1 if failed else 0
 
     def check_pipeline(self) -> None:
         """Report a bad pipeline (exit 2) before reading any input, as mlir-opt does."""
@@ -117,23 +120,40 @@ class FuserOptMain:
             self.usage_error(str(err))
 
     def read_input(self) -> str:
-        if self.args.input == "-":
-            return sys.stdin.read()
+        name = "<stdin>" if self.args.input == "-" else f"'{self.args.input}'"
         try:
-            with open(self.args.input) as f:
-                return f.read()
+            if self.args.input == "-":
+                if not hasattr(sys.stdin, "buffer"):  # a text stream put in its place
+                    return sys.stdin.read()
+                data = sys.stdin.buffer.read()
+            else:
+                with open(self.args.input, "rb") as f:
+                    data = f.read()
+            return data.decode("utf-8")
         except OSError as err:
-            self.usage_error(f"cannot read input file '{self.args.input}': {err.strerror}")
+            self.usage_error(f"cannot read input file {name}: {err.strerror}")
+        except UnicodeDecodeError as err:
+            self.usage_error(f"cannot read input file {name}: it is not UTF-8 text ({err.reason} at byte {err.start})")
         return ""  # unreachable
 
-    def open_output(self) -> TextIO:
-        if self.args.output == "-":
-            return sys.stdout
+    def check_output(self) -> None:
+        """Report an output file that cannot be written (exit 2) before any pass runs."""
+        path = Path(self.args.output)
+        why = (
+            "Is a directory" if path.is_dir()
+            else "No such file or directory" if not path.parent.is_dir()
+            else "Permission denied" if not os.access(path if path.exists() else path.parent, os.W_OK)
+            else None
+        )
+        if why:
+            self.usage_error(f"cannot write output file '{self.args.output}': {why}")
+
+    def write_output(self, text: str) -> None:
         try:
-            return open(self.args.output, "w")
+            with open(self.args.output, "w", encoding="utf-8") as out:
+                out.write(text)
         except OSError as err:
             self.usage_error(f"cannot write output file '{self.args.output}': {err.strerror}")
-        return sys.stdout  # unreachable
 
     def source_name(self) -> str:
         return "<stdin>" if self.args.input == "-" else self.args.input

@@ -284,6 +284,22 @@ def expect_failure(path, check: str) -> None:
         fuser_mlir.load(path)
 
 
+@pytest.mark.parametrize("name", ["softmax.fsn", "softmax"], ids=["fsn", "dir"])
+def test_an_export_to_a_place_that_cannot_be_written_is_an_artifact_error(tmp_path, name):
+    # It was an OSError naming the temporary file next to the path, and `fuser-mlir compile` printed its traceback.
+    compiled = softmax_fusion().compile(softmax_args())
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ArtifactError, match=rf"cannot write the artifact {blocker / name}: .*; choose a writable path"):
+        compiled.export(blocker / name)
+    assert blocker.read_text() == "not a directory" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    if name.endswith(".fsn"):  # a directory where the zip goes
+        (tmp_path / name).mkdir()
+        with pytest.raises(ArtifactError, match=rf"cannot write the artifact {tmp_path / name}: Is a directory"):
+            compiled.export(tmp_path / name)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", name]
+
+
 def test_a_wrong_format_version_is_refused(exported, tmp_path):
     directory = as_directory(exported[1], tmp_path)
     edit_manifest(directory, lambda m: m.update(format_version=99))

@@ -19,6 +19,7 @@ import pytest
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import CacheWarning, InputError
 from fuser_mlir.runtime.artifact import LoadedFusion
+from fuser_mlir.runtime import cache as cache_module
 from fuser_mlir.runtime.cache import DiskCache
 from devices import subprocess_env
 from reference import evaluate
@@ -131,6 +132,28 @@ def test_a_corrupted_entry_is_discarded_with_a_warning_and_rebuilt(tmp_path, cor
     assert result.stdout.strip() == "compilations=1 disk_hits=0 disk_writes=1"
     assert "CacheWarning: fuser-mlir disk cache: discarding a bad entry, compiling again" in result.stderr
     assert run_script(cache_dir, FORBID_COMPILE="1") == "compilations=0 disk_hits=1 disk_writes=0"
+
+
+def test_a_bad_entry_that_cannot_be_deleted_is_compiled_past_with_a_warning(tmp_path, monkeypatch):
+    # In a read-only cache (or with a directory in the entry's place) the failed delete raised out of
+    # fd.execute, on every call of every process.
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    small_fusion().execute([rand(2, 3)])
+    (entry,) = entries(tmp_path)
+    corrupt_truncate(entry)
+    kept = entry.read_bytes()
+
+    def read_only(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(cache_module, "remove_if_present", read_only)
+    monkeypatch.setattr(cache_module.DiskCache, "store", lambda self, key, compiled: None)  # nor written, as read-only
+    for _ in range(2):  # a fresh fusion each time: the disk entry is looked up again
+        fd, x = small_fusion(), rand(3, 4)
+        with pytest.warns(CacheWarning, match=r"a bad entry that cannot be deleted \(Permission denied\), compiling again"):
+            (out,) = fd.execute([x])
+        np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert entry.read_bytes() == kept
 
 
 def test_a_foreign_entry_under_another_key_is_discarded(tmp_path):

@@ -8,7 +8,9 @@ functions here at the point of use, so tests can set the variable with
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import warnings
 from pathlib import Path
 
 
@@ -112,13 +114,27 @@ def cache_dir() -> Path:
 DEFAULT_CACHE_MAX_BYTES = 1 << 30
 
 
+_SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
 def cache_max_bytes() -> int:
     """``FUSER_CACHE_MAX_BYTES``: size bound of the persistent cache; the least
-    recently used entries are evicted beyond it (default 1 GiB)."""
+    recently used entries are evicted beyond it (default 1 GiB). A number of
+    bytes, or of KiB, MiB, GiB or TiB with a suffix (``512M``, ``2GiB``,
+    ``1g``). A value it cannot read warns (ConfigWarning) and the default
+    holds, so that a typo never stops a fusion."""
     raw = os.environ.get("FUSER_CACHE_MAX_BYTES")
     if not raw:
         return DEFAULT_CACHE_MAX_BYTES
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        raise ValueError(f"FUSER_CACHE_MAX_BYTES must be a number of bytes, got {raw!r}") from None
+    match = _SIZE.fullmatch(raw)
+    if match is None:
+        from fuser_mlir.errors import ConfigWarning
+
+        warnings.warn(
+            f"FUSER_CACHE_MAX_BYTES must be a number of bytes, or of KiB, MiB, GiB or TiB with a suffix (512M, 2G); "
+            f"got {raw!r}, so the cache holds at most the default 1 GiB",
+            ConfigWarning,
+            stacklevel=3,
+        )
+        return DEFAULT_CACHE_MAX_BYTES
+    return int(match.group(1)) << (10 * " KMGT".index(match.group(2).upper() or " "))

@@ -5,6 +5,7 @@ the cache stays within its size bound."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from fuser_mlir import DataType, FusionDefinition
-from fuser_mlir.errors import CacheWarning, InputError
+from fuser_mlir.errors import CacheWarning, ConfigWarning, InputError
 from fuser_mlir.runtime.artifact import LoadedFusion
 from fuser_mlir.runtime import cache as cache_module
 from fuser_mlir.runtime.cache import DiskCache
@@ -154,6 +155,29 @@ def test_a_bad_entry_that_cannot_be_deleted_is_compiled_past_with_a_warning(tmp_
             (out,) = fd.execute([x])
         np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
     assert entry.read_bytes() == kept
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("123", 123), ("64K", 64 << 10), ("512m", 512 << 20), ("2GiB", 2 << 30), (" 1 GB ", 1 << 30), ("1t", 1 << 40)],
+)
+def test_the_cache_bound_takes_bytes_or_a_unit(monkeypatch, raw, expected):
+    # "1G" raised ValueError from every fd.execute.
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", raw)
+    assert DiskCache().max_bytes == expected
+
+
+@pytest.mark.parametrize("raw", ["1.5G", "-3", "lots", "1GG"])
+def test_a_cache_bound_it_cannot_read_warns_and_the_default_holds(tmp_path, monkeypatch, raw):
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", raw)
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    with pytest.warns(ConfigWarning, match=rf"FUSER_CACHE_MAX_BYTES must be a number of bytes, .*; got '{re.escape(raw)}', so the cache"):
+        assert DiskCache().max_bytes == 1 << 30
+    x = rand(2, 3)
+    with pytest.warns(ConfigWarning):
+        (out,) = small_fusion().execute([x])  # the fusion runs, and is stored
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert len(entries(tmp_path)) == 1
 
 
 def test_a_foreign_entry_under_another_key_is_discarded(tmp_path):

@@ -112,6 +112,34 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     assert "CPU threads (kernel arguments' split dims; '-' passed whole):\n  softmax_seg0: cut into blocks along (1, 1)" in text
 
 
+def test_compile_runs_the_script_as_python_would_with_its_directory_on_the_path(tmp_path, capsys):
+    # `from fus import fd` in the script failed with ModuleNotFoundError: python SCRIPT finds fus.py next to it.
+    (tmp_path / "fus.py").write_text(SOFTMAX_SCRIPT)
+    script = tmp_path / "main_script.py"
+    script.write_text("from fus import fd, example_inputs, example_outputs\n")
+    before = list(sys.path)
+    out_path = tmp_path / "out.fsn"
+    assert main(["compile", str(script), "--export", str(out_path)]) == 0, capsys.readouterr().err
+    assert sys.path == before
+    import fuser_mlir
+
+    x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+    x0 = x.astype(np.float64)
+    (result,) = fuser_mlir.load(out_path).run([x], outputs=[np.full((3, 5), np.nan, np.float32)])
+    e = np.exp(x0 - x0.max(0, keepdims=True))
+    np.testing.assert_allclose(result, e / e.sum(0, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(x, np.exp(x0) * 2.0, rtol=1e-6)
+
+
+def test_an_export_to_a_place_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys):
+    script = tmp_path / "softmax.py"
+    script.write_text(SOFTMAX_SCRIPT)
+    (tmp_path / "a-file").write_text("")
+    assert main(["compile", str(script), "--export", str(tmp_path / "a-file" / "x.fsn")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fuser-mlir: error: cannot write the artifact {tmp_path / 'a-file' / 'x.fsn'}: ") and "Traceback" not in err
+
+
 def test_compile_and_inspect_report_errors(tmp_path, capsys):
     script = tmp_path / "no_examples.py"
     script.write_text(SOFTMAX_SCRIPT.split("def example_inputs")[0])

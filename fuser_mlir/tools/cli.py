@@ -80,6 +80,16 @@ def _definitions(namespace: dict) -> list:
     return [(name, v) for name, v in namespace.items() if isinstance(v, FusionDefinition)]
 
 
+def _run_script(path: Path, run_name: str) -> dict:
+    """Run a user's script as ``python SCRIPT`` would: its directory first on
+    ``sys.path``, so that it imports the modules next to it."""
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        return runpy.run_path(str(path), run_name=run_name)
+    finally:
+        sys.path.pop(0)
+
+
 def show_segments(args) -> int:
     from fuser_mlir.compiler import compile_fusion
     from fuser_mlir.errors import FuserError
@@ -89,7 +99,7 @@ def show_segments(args) -> int:
     if not path.is_file():
         print(f"fuser-mlir: error: no such file: {path}", file=sys.stderr)
         return 2
-    namespace = runpy.run_path(str(path), run_name="__fuser_show_segments__")
+    namespace = _run_script(path, "__fuser_show_segments__")
     found = _definitions(namespace)
     if not found:
         print(f"fuser-mlir: error: {path} defines no FusionDefinition at module level", file=sys.stderr)
@@ -133,7 +143,7 @@ def compile_script(args) -> int:
     path = Path(args.script)
     if not path.is_file():
         return _error(f"no such file: {path}")
-    namespace = runpy.run_path(str(path), run_name="__fuser_compile__")
+    namespace = _run_script(path, "__fuser_compile__")
     found = _definitions(namespace)
     if args.fusion is not None:
         found = [(n, fd) for n, fd in found if n == args.fusion]

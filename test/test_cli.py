@@ -140,6 +140,15 @@ def test_an_export_to_a_place_that_cannot_be_written_is_a_one_line_error(tmp_pat
     assert err.startswith(f"fuser-mlir: error: cannot write the artifact {tmp_path / 'a-file' / 'x.fsn'}: ") and "Traceback" not in err
 
 
+def test_compile_for_a_device_the_examples_are_not_on_says_what_to_give(tmp_path, capsys):
+    script = tmp_path / "softmax.py"
+    script.write_text(SOFTMAX_SCRIPT)
+    assert main(["compile", str(script), "--export", str(tmp_path / "x.fsn"), "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fuser-mlir: error: the arguments live on cpu") and err.endswith("(--device cuda: give example_inputs on that device)\n")
+    assert not (tmp_path / "x.fsn").exists()
+
+
 def test_compile_and_inspect_report_errors(tmp_path, capsys):
     script = tmp_path / "no_examples.py"
     script.write_text(SOFTMAX_SCRIPT.split("def example_inputs")[0])

@@ -138,7 +138,7 @@ def _example(namespace: dict, attribute: str, name: str):
 
 
 def compile_script(args) -> int:
-    from fuser_mlir.errors import FuserError
+    from fuser_mlir.errors import DeviceError, FuserError
 
     path = Path(args.script)
     if not path.is_file():
@@ -162,6 +162,8 @@ def compile_script(args) -> int:
     try:
         compiled = fd.compile(list(inputs), outputs=outputs, device=args.device)
         out = compiled.export(args.export)
+    except DeviceError as err:  # --device that the example inputs do not live on
+        return _error(f"{err} (--device {args.device}: give example_inputs on that device)" if args.device else str(err))
     except FuserError as err:
         return _error(str(err))
     size = _artifact_size(Path(out))

@@ -131,7 +131,7 @@ def cache_max_bytes() -> int:
         from fuser_mlir.errors import ConfigWarning
 
         warnings.warn(
-            f"FUSER_CACHE_MAX_BYTES must be a number of bytes, or of KiB, MiB, GiB or TiB with a suffix (512M, 2G); "
+            "FUSER_CACHE_MAX_BYTES must be a number of bytes, or of KiB, MiB, GiB or TiB with a suffix (512M, 2G); "
             f"got {raw!r}, so the cache holds at most the default 1 GiB",
             ConfigWarning,
             stacklevel=3,

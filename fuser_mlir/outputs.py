@@ -72,7 +72,7 @@ def check_written_inputs(fusion, args: Sequence[object]) -> None:
             if other != index and fusion.inputs[other].kind == "tensor" and may_overlap(args[index], arg):
                 raise InputError(
                     f"input {index} is updated in place, but it shares memory with input {other}, which the fusion reads "
-                    f"as a separate tensor (it would see the writes); pass a copy of one of them"
+                    "as a separate tensor (it would see the writes); pass a copy of one of them"
                 )
 
 

@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from fuser_mlir.errors import InputError
 from fuser_mlir.tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +107,8 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     text = capsys.readouterr().out
     assert "fusion 'softmax' (format 3); all " in text and "match their sha256" in text
     assert "in0: tensor f32[?, ?] contiguity [F, F] stride order [1, 0]" in text
+    # what a call must match: the layout of the example it was compiled for (the definition allows any)
+    assert "\n      runs arrays of stride order [1, 0], contiguity [T, T], no size-1 dim, 16-byte aligned\n" in text
     assert "out0: tensor f32[?, ?] (written into in0)" in text and "out1: tensor f32[?, ?] (visible #0)" in text
     assert "alias contract: out0 -> in0 (hidden)" in text
     assert "preallocated outputs: caller gives #0; the fusion allocates none" in text
@@ -147,6 +151,26 @@ def test_compile_for_a_device_the_examples_are_not_on_says_what_to_give(tmp_path
     err = capsys.readouterr().err
     assert err.startswith("fuser-mlir: error: the arguments live on cpu") and err.endswith("(--device cuda: give example_inputs on that device)\n")
     assert not (tmp_path / "x.fsn").exists()
+
+
+def test_inspect_shows_the_layout_an_artifact_of_size_1_examples_runs(tmp_path, capsys):
+    # It printed the definition's stride order [1, 0] for an artifact that accepts [0, 1] only.
+    script = tmp_path / "column.py"
+    script.write_text(
+        "import numpy as np\nfrom fuser_mlir import DataType, FusionDefinition\n"
+        "with FusionDefinition() as fd:\n    x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)\n    fd.add_output(fd.ops.exp(x))\n"
+        "example_inputs = [np.ones((8, 1), np.float32)]\n"
+    )
+    out_path = tmp_path / "column.fsn"
+    assert main(["compile", str(script), "--export", str(out_path)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out_path)]) == 0
+    text = capsys.readouterr().out
+    assert "  in0: tensor f32[?, ?] contiguity [F, F] stride order [1, 0]\n      runs arrays of stride order [0, 1], contiguity [T, -], size-1 dims [1], " in text
+    import fuser_mlir
+
+    with pytest.raises(InputError, match="stride order"):
+        fuser_mlir.load(out_path).run([np.ones((3, 4), np.float32)])
 
 
 def test_compile_and_inspect_report_errors(tmp_path, capsys):

@@ -177,12 +177,22 @@ def _artifact_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _format_input(index: int, spec: dict) -> str:
+def _flags(contiguity: list) -> str:
+    return ", ".join("-" if c is None else ("T" if c else "F") for c in contiguity)
+
+
+def _format_input(index: int, spec: dict, key: list | None) -> str:
+    """One input as the definition declares it and, from the executor key,
+    the layout of the arrays the artifact runs (what a call must match)."""
     if spec["kind"] != "tensor":
         return f"  in{index}: scalar {spec['dtype']}"
     shape = ", ".join("?" if s == -1 else str(s) for s in spec["shape"])
-    contiguity = ", ".join("-" if c is None else ("T" if c else "F") for c in spec["contiguity"])
-    return f"  in{index}: tensor {spec['dtype']}[{shape}] contiguity [{contiguity}] stride order {spec['stride_order']}"
+    line = f"  in{index}: tensor {spec['dtype']}[{shape}] contiguity [{_flags(spec['contiguity'])}] stride order {spec['stride_order']}"
+    if isinstance(key, list) and len(key) == 6:
+        _, _, order, flags, broadcast, alignment = key
+        size_one = f"size-1 dims {broadcast}" if broadcast else "no size-1 dim"
+        line += f"\n      runs arrays of stride order {order}, contiguity [{_flags(flags)}], {size_one}, {alignment}-byte aligned"
+    return line
 
 
 def inspect_artifact(args) -> int:
@@ -203,7 +213,7 @@ def inspect_artifact(args) -> int:
         f"backend {manifest['backend']} ({manifest['device']}), target {json.dumps(manifest['target'], sort_keys=True)}",
         f"hazard policy {manifest['hazard_policy']}",
         "inputs:",
-        *[_format_input(i, s) for i, s in enumerate(signature["inputs"])],
+        *[_format_input(i, spec, key) for i, (spec, key) in enumerate(zip(signature["inputs"], _key_inputs(manifest)))],
         "outputs:",
     ]
     visible = 0
@@ -230,6 +240,13 @@ def inspect_artifact(args) -> int:
     lines += [f"  {name}: {entry['size']} bytes sha256 {entry['sha256'][:16]}" for name, entry in sorted(manifest["files"].items())]
     print("\n".join(lines))
     return 0
+
+
+def _key_inputs(manifest: dict) -> list:
+    """Each input's part of the manifest's executor key (None where it has none)."""
+    key = manifest.get("executor_key")
+    inputs = key[1] if isinstance(key, list) and len(key) == 3 and isinstance(key[1], list) else []
+    return inputs + [None] * (len(manifest["signature"]["inputs"]) - len(inputs))
 
 
 def _split_text(split) -> str:

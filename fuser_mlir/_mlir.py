@@ -13,12 +13,19 @@ from __future__ import annotations
 import sys
 import types
 
-from mlir import ir
-from mlir.dialects import arith, func, irdl
-from mlir.dialects import bufferization, gpu, linalg, llvm, math, memref, nvvm, scf, tensor, vector
-from mlir.execution_engine import ExecutionEngine
-from mlir.passmanager import PassManager
-from mlir.runtime import get_ranked_memref_descriptor
+try:
+    from mlir import ir
+    from mlir.dialects import arith, func, irdl
+    from mlir.dialects import bufferization, gpu, linalg, llvm, math, memref, nvvm, scf, tensor, vector
+    from mlir.execution_engine import ExecutionEngine
+    from mlir.passmanager import PassManager
+    from mlir.runtime import get_ranked_memref_descriptor
+except ImportError as err:  # a process that runs fusions only: say what compiling needs, and what runs without it
+    raise ImportError(
+        "compiling a fusion needs the MLIR Python bindings (the xtc-mlir-python-bindings package that fuser-mlir "
+        f"depends on), which this process cannot import ({err}); install fuser-mlir with its dependencies, or run "
+        "fusions compiled elsewhere, which need no MLIR: an exported artifact (fuser_mlir.load) or a disk-cache hit"
+    ) from err
 
 # The bindings wrap every op they hand out in the OpView class of its dialect
 # and look the dialect's module up first (``mlir.dialects.<namespace>``). The

@@ -231,6 +231,27 @@ sys.meta_path.insert(0, _NoMlir())
 """
 
 
+def test_compiling_without_mlir_says_what_it_needs_and_what_runs_without_it(tmp_path):
+    # A miss in such a process raised the bare "No module named 'mlir'" (here: the blocker's message).
+    code = MLIR_BLOCKER + textwrap.dedent(
+        """
+        import numpy as np
+        from fuser_mlir import DataType, FusionDefinition
+        with FusionDefinition() as fd:
+            fd.add_output(fd.ops.exp(fd.define_tensor(shape=[-1], dtype=DataType.Float)))
+        try:
+            fd.execute([np.ones(4, np.float32)])
+        except ImportError as err:
+            print(err)
+        """
+    )
+    env = subprocess_env(REPO, FUSER_CACHE="0")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("compiling a fusion needs the MLIR Python bindings (the xtc-mlir-python-bindings package")
+    assert "(mlir is blocked in this process)" in result.stdout and "an exported artifact (fuser_mlir.load) or a disk-cache hit" in result.stdout
+
+
 def test_loading_and_running_needs_no_mlir(exported):
     fd, path = exported
     inputs = softmax_args(3, 17)

@@ -243,10 +243,10 @@ class HitCache:
             same_layout = alias is not None and _same_layout(buf, inputs[alias])
             alias_at = input_at[alias] if alias is not None else None
             checks.append((index, alias, separate, given_at[index], _relative_extent(buf), same_layout, alias_at, type(buf) is np.ndarray))
-        written = tuple((*span, *other) for span in spans if span[0] in self._written for other in spans if other[0] != span[0])
         existing = self._entries.get(signature)
         if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout):
             return  # keep its runner (and any CUDA graph it built)
+        written = tuple((*span, *other) for span in spans if span[0] in self._written for other in spans if other[0] != span[0])
         if len(self._entries) >= self.limit:
             self._entries.clear()
         self.last = None

@@ -493,4 +493,3 @@ class Runnable:
         from fuser_mlir.runtime.artifact import describe_key_mismatch
 
         return describe_key_mismatch(self.key, key, self.described_as)
-

@@ -98,13 +98,9 @@ class FuserOptMain:
             text = self.process(chunk)
             if text is None:
                 continue
-            if to_file:
-                printed.append(text)
-                continue
-            if printed:
-                print(SPLIT_MARKER)
-            print(text, flush=True)
-            printed.append("")
+            if not to_file:
+                print(f"{SPLIT_MARKER}\n{text}" if printed else text, flush=True)
+            printed.append(text)
         failed = self.failed and not self.args.verify_diagnostics
         if to_file and not failed:  # as mlir-opt keeps its -o file only on success: a failed run leaves the old one
             self.write_output(f"\n{SPLIT_MARKER}\n".join(printed) + "\n" if printed else "")

@@ -408,7 +408,8 @@ HALVE_CAPPED_BLOCKS = True
 #: 47.5% of warps active against torch.compile's 92.2%, sweep 34b); at 48
 #: (4 bytes spilled) 5 blocks fit, at 40 (44 bytes) 6. On an H100 (sweep
 #: 48f; 256 MB, one call after an L2 flush) (32, 48) tied (180.4 us against
-#: 179.8-180.0) and (32, 40) lost 15%; not measured on the H200, so off.
+#: 179.8-180.0) and (32, 40) lost 15%; on the H200 (sweep 49b) (32, 48)
+#: lost 1% (129.3-129.7 against 128.0-128.3), so off.
 BLOCK_OCCUPANCY_CAP = (0, 0)
 #: 32-bit registers of an SM (every GPU since Kepler).
 REGISTER_FILE = 65536

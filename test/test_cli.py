@@ -202,3 +202,13 @@ def test_cache_stats_and_clear(tmp_path, capsys, monkeypatch):
     assert "removed 1 entries" in capsys.readouterr().out
     assert main(["cache", "stats"]) == 0
     assert "entries: 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("action", ["stats", "clear"])
+def test_cache_commands_on_a_file_say_so(tmp_path, capsys, monkeypatch, action):
+    blocker = tmp_path / "file"
+    blocker.write_text("kept")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(blocker))
+    assert main(["cache", action]) == 2
+    assert f"the cache cannot be used: {blocker} is a file, not a directory" in capsys.readouterr().err
+    assert blocker.read_text() == "kept"

@@ -157,10 +157,20 @@ class DiskCache:
             self._ensure(path.parent)
             write_zip(path, manifest, files, private=True)
         except (ArtifactError, OSError) as err:
-            warnings.warn(f"fuser-mlir disk cache: cannot store {compiled.name!r} in {self.directory}: {err}", CacheWarning, stacklevel=3)
+            why = self.not_a_directory() or err
+            warnings.warn(f"fuser-mlir disk cache: cannot store {compiled.name!r} in {self.directory}: {why}", CacheWarning, stacklevel=3)
             return None
         self.evict()
         return path
+
+    def not_a_directory(self) -> str | None:
+        """What to say when the cache directory, or a level under it, is a
+        file (``FUSER_CACHE_DIR`` naming one): None when none is."""
+        for level in (self.directory, self.root):
+            for place in (level, *level.parents):
+                if place.exists() and not place.is_dir():
+                    return f"{place} is a file, not a directory; set FUSER_CACHE_DIR to a directory (or FUSER_CACHE=0 to turn the cache off)"
+        return None
 
     # -- size --------------------------------------------------------------------------
 

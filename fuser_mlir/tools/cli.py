@@ -260,6 +260,9 @@ def cache_command(args) -> int:
     from fuser_mlir.runtime.cache import DiskCache
 
     cache = DiskCache()
+    unusable = cache.not_a_directory()
+    if unusable:
+        return _error(f"the cache cannot be used: {unusable}")
     if args.action == "clear":
         try:
             removed = cache.clear()

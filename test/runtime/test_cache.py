@@ -325,9 +325,11 @@ def test_an_unwritable_cache_warns_and_still_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSER_CACHE_DIR", str(blocker / "cache"))
     fd = small_fusion("sin")
     x = rand(2, 3)
-    with pytest.warns(CacheWarning, match=r"cannot store 'small'"):
+    with pytest.warns(CacheWarning, match=rf"cannot store 'small' .*: {re.escape(str(blocker))} is a file, not a directory; "
+                                          r"set FUSER_CACHE_DIR to a directory"):
         (out,) = fd.execute([x])
     np.testing.assert_allclose(out, np.sin(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert blocker.read_text() == "not a directory"
 
 
 def _variant(kind: str) -> FusionDefinition:

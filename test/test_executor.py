@@ -459,3 +459,39 @@ def test_an_empty_batch_runs_on_the_kernels_of_the_full_ones(device, shape):
     np.testing.assert_array_equal(w, w0)
     if shape[1]:  # the full batch had these columns: the empty one took its kernels
         assert fd._executor.stats.compilations == 1 and fd._executor.stats.hits == 1
+
+
+def test_a_max_or_min_over_an_empty_dim_is_an_input_error_where_its_value_would_show(device, tmp_path):
+    """A maximum of no elements has no value (NumPy and torch raise); it gave
+    -inf. Where the result reaches no element of an output, as a softmax over
+    an empty dim, the call runs, as torch.softmax does."""
+    with FusionDefinition(name="extremes") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.max(x, dims=[1]))
+        fd.add_output(fd.ops.min(x, dims=[0]))
+    good = rand(4, 3)
+    outs = fd.execute([to_device(good, device)])
+    np.testing.assert_array_equal(to_host(outs[0]), good.max(1))
+    np.testing.assert_array_equal(to_host(outs[1]), good.min(0))
+    given = [to_device(np.full(4, np.nan, np.float32), device), to_device(np.full(0, np.nan, np.float32), device)]
+    with pytest.raises(InputError, match=r"'max' at .*test_executor.py:\d+ reduces a dim of size 0 \(input 0 dim 1\): a maximum or "
+                                         r"minimum of no elements has no value .*; give that dim at least one element"):
+        fd.execute([to_device(np.empty((4, 0), np.float32), device)], outputs=given)
+    assert np.isnan(to_host(given[0])).all()  # nothing written
+    with pytest.raises(InputError, match=r"'min' at .* reduces a dim of size 0 \(input 0 dim 0\)"):
+        fd.execute([to_device(np.empty((0, 3), np.float32), device)])
+    loaded = fd.compile([to_device(good, device)])  # an artifact checks it too, from its stored signature
+    loaded.export(tmp_path / "extremes.fsn")
+    import fuser_mlir
+
+    with pytest.raises(InputError, match=r"'max' at .* reduces a dim of size 0"):
+        fuser_mlir.load(tmp_path / "extremes.fsn", device=device).run([to_device(np.empty((4, 0), np.float32), device)])
+    outs = fd.execute([to_device(np.empty((0, 0), np.float32), device)])  # both results empty: nothing to show
+    assert [to_host(o).shape for o in outs] == [(0,), (0,)]
+
+    with FusionDefinition(name="softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[1], keepdim=True))
+        fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
+    (out,) = fd.execute([to_device(np.empty((5, 0), np.float32), device)])
+    assert to_host(out).shape == (5, 0)

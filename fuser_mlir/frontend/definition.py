@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fuser_mlir.errors import DefinitionError
 from fuser_mlir.frontend.datatype import DataType, is_python_number
 from fuser_mlir.frontend.ops import Ops
-from fuser_mlir.frontend.shapes import Extent, Product, ReshapeCheck, ShapeAnalysis, UnionFind, format_shape
+from fuser_mlir.frontend.shapes import Extent, NonemptyCheck, Product, ReshapeCheck, ShapeAnalysis, UnionFind, format_shape
 from fuser_mlir.frontend.specs import InputSpec, OutputSpec
 from fuser_mlir.frontend.values import Loc, Scalar, Tensor, Value, user_location
 
@@ -447,9 +447,23 @@ class FusionDefinition:
             for r in live
             if r.op == "reshape" and r.attrs["new_shape"] is not None
         ]
-        analysis = ShapeAnalysis(self._extents, unify, reshapes)
+        nonempty = [
+            NonemptyCheck(tuple(self._values[r.operands[0]].dims[d] for d in r.attrs["dims"]),
+                          tuple(self._values[v].dims for v in self._outputs_reached(r.result, live)), f"'{r.op}' at {r.loc.short}")
+            for r in live
+            if r.op in ("max", "min")
+        ]
+        analysis = ShapeAnalysis(self._extents, unify, reshapes, nonempty)
         self._analysis_cache = (self._version, analysis)
         return analysis
+
+    def _outputs_reached(self, value: int, live: list) -> list[int]:
+        """The output values that depend on ``value`` (it included, if an output)."""
+        reached = {value}
+        for r in live:  # in definition order: operands come before their consumers
+            if reached.intersection(r.operands):
+                reached.add(r.result)
+        return [e.value for e in self._outputs if e.value in reached]
 
     @property
     def size_classes(self) -> list[set[tuple[int, int]]]:

@@ -19,6 +19,7 @@ Pure Python; no MLIR.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -89,12 +90,26 @@ class ReshapeCheck:
     where: str  # "'reshape' at f.py:3"
 
 
+@dataclass(frozen=True)
+class NonemptyCheck:
+    """A live max or min: the extents of the dims it reduces, and the dims of
+    the outputs its result reaches. A maximum of no elements has no value, so
+    a reduced dim of size 0 is an error where one of those outputs has
+    elements (a softmax over an empty dim has no elements to show it)."""
+
+    reduced: Dims
+    outputs: tuple[Dims, ...]
+    where: str  # "'max' at f.py:3"
+
+
 class ShapeAnalysis:
     """Size classes of the extents that the live ops unify."""
 
-    def __init__(self, extents: Sequence[Extent], unifications: Iterable[tuple[int, int]], reshapes: Sequence[ReshapeCheck] = ()):
+    def __init__(self, extents: Sequence[Extent], unifications: Iterable[tuple[int, int]], reshapes: Sequence[ReshapeCheck] = (),
+                 nonempty: Sequence[NonemptyCheck] = ()):
         self.extents = list(extents)
         self.reshapes = list(reshapes)
+        self.nonempty = list(nonempty)
         self._uf = UnionFind(len(self.extents))
         for a, b in unifications:
             self._uf.union(a, b)
@@ -157,6 +172,8 @@ class ShapeAnalysis:
             _check_reshape(reshape, sizes)
         for root in sorted(self._members):
             self._check_derived_of_class(root, sizes)
+        for reduction in self.nonempty:
+            self._check_nonempty(reduction, sizes)
 
     def _check_inputs_of_class(self, root: int, sizes: "SizeEvaluator") -> None:
         dims = self.input_dims(root)
@@ -194,6 +211,16 @@ class ShapeAnalysis:
             got = sizes.product(e.derived)
             if got != expected:
                 raise InputError(f"{e.note} has size {got}, but {self._describe_class(root)}, bound to the same size, has {expected}")
+
+    def _check_nonempty(self, reduction: NonemptyCheck, sizes: "SizeEvaluator") -> None:
+        if not any(math.prod(sizes.shape(dims)) for dims in reduction.outputs):
+            return
+        for extent in reduction.reduced:
+            if extent is not None and sizes.value(extent) == 0:
+                raise InputError(
+                    f"{reduction.where} reduces a dim of size 0 ({self._describe_class(self.root(extent))}): a maximum or minimum "
+                    "of no elements has no value (NumPy and torch raise too); give that dim at least one element"
+                )
 
     def _describe_class(self, root: int) -> str:
         dims = self.input_dims(root)

@@ -19,7 +19,8 @@ JSON form::
                   "alias_input": null, "visible": true}, ...],
      "extents": [{"static": null, "input_dim": [0, 0], "derived": null, "note": "input 0 dim 0"}, ...],
      "classes": [0, 1, 0, ...],          # root extent of each extent's size class
-     "reshapes": [{"operand": [0, 1], "result": [2], "new_shape": [-1], "where": "..."}]}
+     "reshapes": [{"operand": [0, 1], "result": [2], "new_shape": [-1], "where": "..."}],
+     "nonempty": [{"reduced": [1], "outputs": [[0]], "where": "'max' at f.py:3"}]}  # absent in older artifacts
 
 ``dims`` are extent ids (null: a broadcast dim of size 1); ``derived`` is a
 ``{"factors", "scale", "divisor"}`` product of extents. Pure Python, no MLIR.
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 
 from fuser_mlir.frontend.datatype import DataType
 from fuser_mlir.frontend.specs import InputSpec, OutputSpec
-from fuser_mlir.frontend.shapes import Extent, Product, ReshapeCheck, ShapeAnalysis
+from fuser_mlir.frontend.shapes import Extent, NonemptyCheck, Product, ReshapeCheck, ShapeAnalysis
 
 
 def _opt_tuple(value):
@@ -102,6 +103,7 @@ class FusionSignature:
                 {"operand": list(r.operand), "result": list(r.result), "new_shape": list(r.new_shape), "where": r.where}
                 for r in analysis.reshapes
             ],
+            "nonempty": [{"reduced": list(n.reduced), "outputs": [list(d) for d in n.outputs], "where": n.where} for n in analysis.nonempty],
         }
 
     @classmethod
@@ -122,8 +124,9 @@ class FusionSignature:
         ]
         unify = [(i, root) for i, root in enumerate(raw["classes"]) if i != root]
         reshapes = [ReshapeCheck(tuple(r["operand"]), tuple(r["result"]), tuple(r["new_shape"]), r["where"]) for r in raw["reshapes"]]
+        nonempty = [NonemptyCheck(tuple(n["reduced"]), tuple(tuple(d) for d in n["outputs"]), n["where"]) for n in raw.get("nonempty", ())]  # older artifacts have none
         dims = [tuple(o["dims"]) for o in raw["outputs"]]
-        return cls(raw["name"], inputs, outputs, ShapeAnalysis(extents, unify, reshapes), dims)
+        return cls(raw["name"], inputs, outputs, ShapeAnalysis(extents, unify, reshapes, nonempty), dims)
 
 
 def _opt_list(value):

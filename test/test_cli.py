@@ -183,6 +183,12 @@ def test_compile_and_inspect_report_errors(tmp_path, capsys):
     assert main(["compile", str(two), "--export", str(tmp_path / "a.fsn")]) == 2
     assert "defines several fusions (fd, fd2); pick one with --fusion NAME" in capsys.readouterr().err
     assert main(["compile", str(two), "--fusion", "fd2", "--export", str(tmp_path / "a.fsn")]) == 0
+    by_name = tmp_path / "by_name.py"
+    by_name.write_text(SOFTMAX_SCRIPT + "\nfd2 = fd\nexample_inputs = {'fd': example_inputs}\n")
+    assert main(["compile", str(by_name), "--fusion", "fd2", "--export", str(tmp_path / "b.fsn")]) == 2
+    assert "example_inputs is a dict by fusion name, but has no entry for 'fd2' (it has 'fd'); add one" in capsys.readouterr().err
+    assert not (tmp_path / "b.fsn").exists()
+    assert main(["compile", str(by_name), "--fusion", "fd", "--export", str(tmp_path / "b.fsn")]) == 0
     bad = tmp_path / "bad.fsn"
     bad.write_bytes(b"not a zip")
     assert main(["inspect", str(bad)]) == 2

@@ -363,7 +363,6 @@ class Guard:
             meets = [
                 f"{low} < {_plus(f'p{i}', other_high)} and {_plus(f'p{i}', other_low)} < {high}"
                 for i, _, other_low, other_high in entry.spans
-                if i != alias
             ]
             meets += [f"{low} < {other_high} and {other_low} < {high}" for other_low, other_high in taken]
             for condition in meets:
@@ -403,11 +402,10 @@ def _given(entry: HitEntry, outputs, pointers: list) -> dict | None:
         if extent is None:
             continue
         low, high = base + extent[0], base + extent[1]
-        for i, position, other_low, other_high in entry.spans:
-            if i != alias:
-                start = pointers[position]
-                if low < start + other_high and start + other_low < high:
-                    return None
+        for _, position, other_low, other_high in entry.spans:
+            start = pointers[position]
+            if low < start + other_high and start + other_low < high:
+                return None
         for other_low, other_high in taken:
             if low < other_high and other_low < high:
                 return None

@@ -177,10 +177,14 @@ def _check_overlaps(visible, args, given: dict[int, object]) -> None:
     for index, buf in given.items():
         alias = visible[index].alias_input
         for input_index, arg in enumerate(args):
-            if isinstance(arg, (int, float, bool)) or input_index == alias:
+            if isinstance(arg, (int, float, bool)) or not may_overlap(buf, arg):
                 continue
-            if may_overlap(buf, arg):
-                raise InputError(f"output {index} overlaps input {input_index}, which is not its declared alias; pass a separate buffer")
+            if input_index == alias:  # not the input itself (validate_outputs took that): a view of it in another layout
+                raise InputError(
+                    f"output {index} shares memory with input {input_index}, which it updates in place, but is not that input "
+                    "itself (the same elements in the same layout); pass the input itself or a separate buffer"
+                )
+            raise InputError(f"output {index} overlaps input {input_index}, which is not its declared alias; pass a separate buffer")
         for other, other_buf in given.items():
             if other > index and may_overlap(buf, other_buf):
                 raise InputError(f"output {index} overlaps output {other}; given outputs must not share memory")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from devices import to_device, to_host
-from fuser_mlir import CompileError, DataType, FusionDefinition, FusionExecutorCache
+from fuser_mlir import CompileError, DataType, FusionDefinition, FusionExecutorCache, InputError
 
 RNG = np.random.default_rng(6)
 
@@ -219,3 +219,36 @@ def test_an_aliased_input_given_as_its_own_visible_output_is_the_same_buffer():
     (out,) = fd.execute([x], outputs=[x])
     assert out is x
     np.testing.assert_allclose(x, np.exp(x0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("view", ["transposed", "reversed", "shifted"])
+def test_a_visible_in_place_output_given_a_view_of_its_input_is_an_input_error(device, view):
+    """Only the input itself may be given for an output that updates it in
+    place; another view of its memory was taken as a separate destination,
+    and the copy into it clobbered the input that the fusion's other reads
+    still needed (all three results came out wrong)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = x * 2.0
+        fd.add_output(y, x)
+        fd.add_output(y)
+        fd.add_output(x + 1.0)
+    big = rand(5, 4)
+    x, x0 = big[:4], big[:4].copy()
+
+    def buffer(memory):
+        return {"transposed": memory[:4].T, "reversed": memory[3::-1], "shifted": memory[1:5]}[view]
+
+    separate = buffer(to_device(np.full((5, 4), np.nan, np.float32), device))  # a separate buffer of that layout: fine, and remembered
+    outs = fd.execute([to_device(x.copy(), device)], outputs=[separate, None])
+    np.testing.assert_allclose(to_host(outs[0]), x0.astype(np.float64) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(outs[1]), x0.astype(np.float64) + 1.0, rtol=1e-6)
+    memory = to_device(big.copy(), device)
+    for _ in range(2):  # a miss of the layout, then with that signature remembered
+        with pytest.raises(InputError, match=r"output 0 shares memory with input 0, which it updates in place, but is not that "
+                                             r"input itself .*; pass the input itself or a separate buffer"):
+            fd.execute([memory[:4]], outputs=[buffer(memory), None])
+        np.testing.assert_array_equal(to_host(memory), big)  # nothing written
+    _, plus_one = fd.execute([memory[:4]], outputs=[memory[:4], None])  # the input itself: fine
+    np.testing.assert_allclose(to_host(memory[:4]), x0.astype(np.float64) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(to_host(plus_one), x0.astype(np.float64) + 1.0, rtol=1e-6)

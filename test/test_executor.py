@@ -495,3 +495,37 @@ def test_a_max_or_min_over_an_empty_dim_is_an_input_error_where_its_value_would_
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True))
     (out,) = fd.execute([to_device(np.empty((5, 0), np.float32), device)])
     assert to_host(out).shape == (5, 0)
+
+
+def test_casts_of_constants_fold_to_what_the_same_casts_of_run_time_scalars_give(device):
+    """A constant's cast was folded on the unrounded Python value: 0.1 cast to
+    Float and back to Double stayed 0.1, 70000 through Half stayed finite,
+    and cast(2.7, Int32) was an error where a run-time cast truncates."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1], dtype=DataType.Double)
+        i = fd.define_tensor([-1], dtype=DataType.Int)
+        s = fd.define_scalar(dtype=DataType.Double)  # the same chains on a run-time scalar
+        cast = fd.ops.cast
+        for value in (fd.define_scalar(0.1), s):
+            fd.add_output(x + cast(cast(value, DataType.Float), DataType.Double))
+            fd.add_output(x + cast(cast(value, DataType.Half), DataType.Double))
+            fd.add_output(x + cast(cast(value, DataType.BFloat16), DataType.Double))
+        fd.add_output(x + cast(cast(fd.define_scalar(70000.0), DataType.Half), DataType.Double))
+        fd.add_output(i + cast(cast(fd.define_scalar(16777217), DataType.Float), DataType.Int))
+        fd.add_output(i + cast(2.7, DataType.Int32))
+        fd.add_output(i + cast(-2.7, DataType.Int))
+        fd.add_output(i + cast(fd.define_scalar(2**40 + 5), DataType.Int32))  # wraps, as torch's .to(torch.int32)
+        fd.add_output(x + fd.define_scalar(0.1, dtype=DataType.Float))
+    xs, ints = RNG.standard_normal(6), RNG.integers(-9, 9, 6)
+    outs = [to_host(o) for o in fd.execute([to_device(xs, device), to_device(ints, device), 0.1])]
+    rounded = [float(np.float32(0.1)), float(np.float16(0.1)), float(ml_dtypes.bfloat16(0.1))]
+    assert rounded[0] != 0.1 and rounded[1] != rounded[0]
+    for k, r in enumerate(rounded):
+        np.testing.assert_array_equal(outs[k], xs + r)  # the constant
+        np.testing.assert_array_equal(outs[3 + k], xs + r)  # the run-time scalar
+    assert np.isinf(outs[6]).all()
+    np.testing.assert_array_equal(outs[7], ints + 16777216)
+    np.testing.assert_array_equal(outs[8], ints + 2)
+    np.testing.assert_array_equal(outs[9], ints - 2)
+    np.testing.assert_array_equal(outs[10], ints + 5)
+    np.testing.assert_array_equal(outs[11], xs + float(np.float32(0.1)))

@@ -27,8 +27,11 @@ Pure Python: MLIR is imported only by ``build_module``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from fuser_mlir.errors import DefinitionError
 from fuser_mlir.frontend.datatype import DataType, is_python_number
@@ -334,23 +337,15 @@ class FusionDefinition:
             return self._record_tensor(op, operands, dtype, like.shape, like.dims, loc)
         return self._record_scalar(op, operands, dtype, loc)
 
-    def _constant(self, value, dtype: DataType, loc: Loc) -> Scalar:
-        value = self._convert_constant(value, dtype)
+    def _constant(self, value, dtype: DataType, loc: Loc, *, cast: bool = False) -> Scalar:
+        """A constant scalar of ``dtype``: ``value`` rounded to it. ``cast``:
+        convert as a cast of a value would at run time (a float truncated to
+        an integer, an integer wrapped into a narrower one), not as a literal
+        (which must be exactly an integer of the type's range)."""
+        value = _cast_constant(value, dtype, loc) if cast else _convert_constant(value, dtype, loc)
         scalar = self._record_scalar("constant", [], dtype, loc, attrs={"value": value})
         self._constants[scalar.id] = value
         return scalar
-
-    def _convert_constant(self, value, dtype: DataType):
-        if dtype.is_bool:
-            return bool(value)
-        if dtype.is_float:
-            return float(value)
-        if isinstance(value, float) and not value.is_integer():
-            raise DefinitionError(f"the constant {value!r} is not an integer, so it cannot be {dtype.name}; pass an int or a float DataType")
-        low, high = dtype.int_range
-        if not low <= int(value) <= high:
-            raise DefinitionError(f"the constant {value!r} does not fit in {dtype.name} ({low} to {high})")
-        return int(value)
 
     def _constant_value(self, value: Value):
         """The Python value of a constant scalar, else None."""
@@ -552,3 +547,53 @@ class FusionDefinition:
         if self._executor is None or self._executor.device != wanted:
             self._executor = FusionExecutorCache(self, device=wanted)
         return self._executor
+
+
+def _round_float(value, dtype: DataType) -> float:
+    """``value`` rounded to the float ``dtype`` (to inf beyond its range), as
+    the constant's MLIR attribute holds it: folds of casts of constants see
+    the rounded value, as a run-time cast of the same scalar would."""
+    try:
+        wide = float(value)
+    except OverflowError:  # an int beyond every float type's range
+        wide = math.copysign(math.inf, value)
+    with np.errstate(over="ignore"):
+        return float(np.asarray(wide, np.float64).astype(dtype.numpy))
+
+
+def _convert_constant(value, dtype: DataType, loc: Loc):
+    """A literal (``define_scalar(value)``, a Python number in an op) as a
+    constant of ``dtype``; DefinitionError where an integer type cannot hold it."""
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_float:
+        return _round_float(value, dtype)
+    if isinstance(value, float) and not value.is_integer():
+        raise DefinitionError(f"the constant {value!r} at {loc.short} is not an integer, so it cannot be {dtype.name}; pass an int or a float DataType")
+    low, high = dtype.int_range
+    if not low <= int(value) <= high:
+        raise DefinitionError(f"the constant {value!r} at {loc.short} does not fit in {dtype.name} ({low} to {high})")
+    return int(value)
+
+
+def _cast_constant(value, dtype: DataType, loc: Loc):
+    """A constant cast to ``dtype`` with a cast's semantics: floats truncate
+    toward zero into integers, integers wrap into narrower ones (two's
+    complement), anything is a Bool as ``value != 0``. A float that is NaN,
+    infinite or out of the integer type's range has no defined cast (devices
+    differ), so it is a DefinitionError."""
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_float:
+        return _round_float(value, dtype)
+    low, high = dtype.int_range
+    if isinstance(value, float):
+        if not math.isfinite(value) or not low <= math.trunc(value) <= high:
+            raise DefinitionError(
+                f"the cast at {loc.short} of the constant {value!r} to {dtype.name} has no defined value ({dtype.name} holds "
+                f"{low} to {high}); cast a value in that range"
+            )
+        return math.trunc(value)
+    span = high - low + 1
+    return (int(value) - low) % span + low
+

@@ -161,7 +161,7 @@ class Ops:
             return v
         constant = self._fd._constant_value(v)
         if constant is not None:
-            return self._constant(constant, dtype, loc)
+            return self._fd._constant(constant, dtype, loc, cast=True)
         return self._fd._record_like("cast", [v], v, dtype, loc)
 
     # -- broadcasting -----------------------------------------------------------
@@ -311,6 +311,8 @@ class Ops:
         api, loc = self._begin("cast")
         dtype = self._fd._as_datatype(dtype, api)
         value = self._operand(arg, api, 0)
+        if isinstance(value, _Literal):  # a cast, not a literal of dtype: 2.7 truncates to 2
+            return self._fd._constant(value.value, dtype, loc, cast=True)
         return self._materialize(value, dtype, loc)
 
     # ======================================================================
@@ -339,7 +341,7 @@ class Ops:
         if len(bdims) != value.ndim:
             raise DefinitionError(f"{api}: broadcast_dims has {len(bdims)} entries, but the operand has rank {value.ndim}; give one result dim per operand dim")
         if any(not 0 <= d < len(shape) for d in bdims) or sorted(set(bdims)) != bdims:
-            raise DefinitionError(f"{api}: broadcast_dims {bdims} must be increasing and within the result rank {len(shape)}")
+            raise DefinitionError(f"{api}: broadcast_dims {bdims} must be increasing and within the result rank {len(shape)} (shape {shape})")
         out_shape, out_dims, unify = [], [], []
         mapped = {d: i for i, d in enumerate(bdims)}
         for d, want in enumerate(shape):
@@ -381,6 +383,8 @@ class Ops:
         """Insert a broadcast dim (size 1) wherever ``is_broadcast_dim`` is True."""
         api, loc = self._begin("broadcast")
         t = self._tensor(arg, api)
+        if isinstance(is_broadcast_dim, (str, bytes)) or not isinstance(is_broadcast_dim, Sequence):
+            raise DefinitionError(f"{api}: is_broadcast_dim must be a list of bools, one per result dim, got {is_broadcast_dim!r}")
         flags = [bool(b) for b in is_broadcast_dim]
         kept = [d for d, b in enumerate(flags) if not b]
         if len(kept) != t.ndim:

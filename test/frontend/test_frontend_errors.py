@@ -150,10 +150,21 @@ def test_bad_scalars():
     with FusionDefinition() as fd:
         with raises("fd.define_scalar: value must be a Python number (or None for a runtime input), got 'x'"):
             fd.define_scalar("x")
-        with raises("the constant 2.5 is not an integer, so it cannot be Int; pass an int or a float DataType"):
+        with pytest.raises(DefinitionError, match=r"the constant 2\.5 at test_frontend_errors\.py:\d+ is not an integer, so it cannot be Int; pass an int"):
             fd.define_scalar(2.5, dtype=DataType.Int)
-        with raises("the constant 4294967296 does not fit in Int32"):
+        with raises("does not fit in Int32"):
             fd.define_scalar(2**32, dtype=DataType.Int32)
+        t = fd.define_tensor([-1], dtype=DataType.Int32)
+        with pytest.raises(DefinitionError, match=r"the constant 1099511627776 at test_frontend_errors\.py:\d+ does not fit in Int32 \(-2147483648 to"):
+            t + 2**40  # a literal must fit the type it promotes to (torch raises too)
+        with pytest.raises(DefinitionError, match=r"the cast at test_frontend_errors\.py:\d+ of the constant nan to Int has no defined value"):
+            fd.ops.cast(float("nan"), DataType.Int)
+        with raises("of the constant 3000000000.0 to Int32 has no defined value (Int32 holds -2147483648 to 2147483647)"):
+            fd.ops.cast(fd.define_scalar(3e9), DataType.Int32)
+        with raises("fd.ops.broadcast: is_broadcast_dim must be a list of bools, one per result dim, got 3"):
+            fd.ops.broadcast(t, 3)
+        with raises("broadcast_dims [0, 1] must be increasing and within the result rank 1 (shape [5])"):
+            fd.ops.broadcast_in_dim(fd.define_tensor([-1, -1]), 5, [0, 1])
 
 
 # -- outputs --------------------------------------------------------------------------

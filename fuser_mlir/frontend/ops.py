@@ -291,7 +291,10 @@ class Ops:
         api, loc = self._begin("where")
         cond = self._materialize(self._operand(condition, api, 0), DataType.Bool, loc)
         a, b = self._operand(on_true, api, 1), self._operand(on_false, api, 2)
-        result = P.result_type((v.dtype, _tier(v)) for v in (a, b))
+        typed = [(v.dtype, _tier(v)) for v in (a, b)]
+        if isinstance(cond, Tensor):  # a tensor result: Python floats are Float, torch's default dtype (where(c, 1.0, 0.0))
+            typed = [(DataType.Float, tier) if isinstance(v, _Literal) and v.dtype.is_float else (dtype, tier) for v, (dtype, tier) in zip((a, b), typed)]
+        result = P.result_type(typed)
         compute = P.compute_type(result)
         values = [cond, self._materialize(a, compute, loc), self._materialize(b, compute, loc)]
         return self._cast(self._pointwise("where", values, compute, api, loc), result, loc)

@@ -98,6 +98,10 @@ OPS = [
     (lambda fd, a, b: fd.ops.atan2(a, b), [I, I32], F),
     (lambda fd, a, b: fd.ops.where(a, b, 0), [BOOL, H], H),
     (lambda fd, a, b: fd.ops.where(a, b, 1.5), [BOOL, I32], F),
+    (lambda fd, a: fd.ops.where(a, 1.0, 0.0), [BOOL], F),  # two Python floats: torch's default dtype
+    (lambda fd, a: fd.ops.where(a, 1, 2.5), [BOOL], F),
+    (lambda fd, a: fd.ops.where(a, 1, 2), [BOOL], I),
+    (lambda fd, a: fd.ops.where(a, 1.0, fd.define_scalar(dtype=D)), [BOOL], D),  # a Double scalar input stays Double
     (lambda fd, a, b: fd.ops.lerp(a, b, 0.25), [H, H], H),
     (lambda fd, a: fd.ops.clamp(a, 0, 3), [I32], I32),
     (lambda fd, a: fd.ops.clamp(a, 0.5, 3), [I32], F),

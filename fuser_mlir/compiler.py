@@ -31,8 +31,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from fuser_mlir import config
 from fuser_mlir._mlir import ir
 from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, ScalarRef, describe_host
@@ -41,10 +39,10 @@ from fuser_mlir.errors import CompileError, DefinitionError, PipelineError
 from fuser_mlir.lowering.cpu import compile_cpu
 from fuser_mlir.passes.resolve_alias_hazards import resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
-from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, execute_on_cpu
 from fuser_mlir.runtime.image import KernelImage
 from fuser_mlir.runtime.signature import FusionSignature
-from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment, Step, execute
+from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment, Step
 
 STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 
@@ -54,10 +52,6 @@ def device_index(device: str) -> int:
     """``"cuda:1"`` -> 1, ``"cuda"`` -> 0."""
     _, _, index = device.partition(":")
     return int(index or 0)
-
-
-def allocate(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    return np.empty(shape, dtype=numpy_dtype(dtype))
 
 
 @dataclass
@@ -99,7 +93,7 @@ class CompiledFusion(Inspectable, Runnable):
         caller's own torch tensors / DeviceArrays (new outputs are then
         returned as torch tensors or DeviceArrays, not views)."""
         if self.device == "cpu":
-            return execute(self.plan, self.kernels, args, given, allocate, memory, reuse=True)
+            return execute_on_cpu(self.plan, self.kernels, args, given, memory)
         from fuser_mlir.runtime import cuda
 
         return cuda.execute_plan(

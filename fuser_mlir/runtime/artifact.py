@@ -415,7 +415,9 @@ class LoadedFusion(Inspectable, Runnable):
         """Run on validated arguments, as CompiledFusion.launch (``options``
         go to the CUDA runtime's execute_plan unchanged)."""
         if self.device == "cpu":
-            return _execute_cpu(self.plan, self.kernels, args, given, memory)
+            from fuser_mlir.runtime.cpu import execute_on_cpu
+
+            return execute_on_cpu(self.plan, self.kernels, args, given, memory)
         from fuser_mlir.runtime import cuda
 
         _, _, index = self.device.partition(":")
@@ -432,13 +434,6 @@ class LoadedFusion(Inspectable, Runnable):
         return f"LoadedFusion({self.name!r} on {self.device}: {self.num_segments} segment(s))"
 
 
-def _execute_cpu(plan, kernels, args, given, memory):
-    import numpy as np
-
-    from fuser_mlir.runtime.cpu import numpy_dtype
-    from fuser_mlir.runtime.plan import execute
-
-    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory, reuse=True)
 
 
 def _image_files(manifest: dict) -> list[str]:

@@ -416,21 +416,39 @@ def check_split(split, kinds: Sequence[ArgKind], name: str = "") -> tuple[int | 
     return split
 
 
+_THREADS: tuple[str | None, int] | None = None  # (FUSER_CPU_THREADS as last read, the threads it gives)
+
+
 def _threads() -> int:
-    """``FUSER_CPU_THREADS``; a value it cannot take warns (ConfigWarning)
-    and runs the call on one thread, so that a typo never stops a fusion
-    half-way through its segments."""
+    """``FUSER_CPU_THREADS``, parsed once per value; a value it cannot take
+    warns (ConfigWarning) and runs on one thread. :func:`execute_on_cpu`
+    reads it before a call's first segment, so the warning (an error under
+    ``-W error``) comes before anything is written, never between segments."""
+    global _THREADS
+    raw = os.environ.get("FUSER_CPU_THREADS")
+    if _THREADS is not None and _THREADS[0] == raw:
+        return _THREADS[1]
     from fuser_mlir import config
 
     try:
-        return config.cpu_threads()
+        threads = config.cpu_threads()
     except ValueError as err:
         import warnings
 
         from fuser_mlir.errors import ConfigWarning
 
-        warnings.warn(f"{err}; running CPU kernels on one thread", ConfigWarning, stacklevel=2)
-        return 1
+        warnings.warn(f"{err}; running CPU kernels on one thread", ConfigWarning, stacklevel=3)
+        threads = 1
+    _THREADS = (raw, threads)
+    return threads
+
+
+def execute_on_cpu(plan, kernels: dict, args: Sequence[object], given: dict, memory) -> list:
+    """Run a CPU plan on validated arguments (new buffers from NumPy)."""
+    from fuser_mlir.runtime.plan import execute
+
+    _threads()
+    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory, reuse=True)
 
 
 _POOL: tuple[int, int, object] | None = None  # (pid, workers, ThreadPoolExecutor)

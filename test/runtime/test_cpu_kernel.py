@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import subprocess
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -228,10 +229,37 @@ def test_cpu_threads_must_be_a_positive_number(monkeypatch) -> None:
 
 def test_a_bad_thread_count_warns_and_runs_the_call_whole(monkeypatch) -> None:
     # a typo in a speed knob must not stop a fusion half-way through its segments
+    monkeypatch.setattr(cpu_runtime, "_THREADS", None)  # the setting is read once per value
     x = np.zeros((8, 2), np.float32)
     with pytest.warns(ConfigWarning, match="FUSER_CPU_THREADS must be a whole number .* got 'two'; running CPU kernels on one thread"):
         calls = block_calls([ArgKind.tensor("float32", 2)] * 2, (0, 0), [x, x.copy()], monkeypatch, threads="two")
     assert len(calls) == 1
+
+
+def test_a_bad_thread_count_warns_before_the_first_segment_runs(monkeypatch) -> None:
+    """Under -W error the warning is an error: it was raised by the first
+    kernel call that split, after earlier segments had written given outputs."""
+    from fuser_mlir import DataType, FusionDefinition
+
+    with FusionDefinition() as fd:
+        w = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(w, dims=[0, 1], keepdim=True)  # a small segment, not split, its output given
+        fd.add_output(s)
+        fd.add_output(x * s)  # a large one, split
+    w, x = np.ones((2, 4), np.float32), np.ones((1024, 1024), np.float32)
+    fd.execute([w, x])
+    monkeypatch.setattr(cpu_runtime, "_THREADS", None)
+    monkeypatch.setenv("FUSER_CPU_THREADS", "two")
+    given = np.full((1, 1), np.nan, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigWarning)
+        with pytest.raises(ConfigWarning, match="got 'two'"):
+            fd.execute([w, x], outputs=[given, None])
+    assert np.isnan(given).all()
+    with pytest.warns(ConfigWarning, match="got 'two'"):
+        total, product = fd.execute([w, x], outputs=[given, None])
+    assert total is given and given[0, 0] == 8.0 and (product == 8.0).all()
 
 
 def test_every_element_type_has_a_numpy_dtype() -> None:

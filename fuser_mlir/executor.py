@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fuser_mlir.errors import DeviceError, InputError
+from fuser_mlir.frontend.datatype import is_python_number
 from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
 from fuser_mlir.runtime.arrays import contiguous_strides
@@ -153,6 +154,11 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
             raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}")
         hint = f"; convert it with numpy.asarray(value, dtype={spec.dtype.numpy})" if device == "cpu" and isinstance(value, (list, tuple)) else ""
         raise InputError(f"input {index} must be {kind} of dtype {spec.dtype.numpy}, got {_describe(value)}{hint}")
+    if isinstance(array, np.ma.MaskedArray):
+        raise InputError(
+            f"input {index} is a numpy.ma.MaskedArray; the fusion would read its masked elements too (it has no masks): "
+            "pass x.filled(value) or x.data"
+        )
     value = array
     if value.dtype != spec.dtype.numpy:
         raise InputError(
@@ -180,21 +186,23 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
 def _check_scalar(spec, index: int, value: object) -> object:
     if value_device(value) == "cuda":
         raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got a CUDA array; pass a Python number")
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got {_describe(value)}; pass a Python number")
-    if not isinstance(value, (int, float, bool, np.generic, np.ndarray)):
+    number = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    if not is_python_number(number):  # a str, complex, datetime64 or object is no number, whatever float() makes of it
         raise InputError(f"input {index} is a scalar ({spec.dtype.name}) of the definition, but got {_describe(value)}; pass a Python number")
     if spec.dtype.is_float:
-        return float(value)
+        try:
+            return float(number)
+        except OverflowError:  # an int past every float
+            raise InputError(f"input {index} is a float scalar ({spec.dtype.name}), but {reprlib.repr(number)} is beyond the range of a float") from None
     if spec.dtype.name == "Bool":
-        return bool(value)
-    as_float = float(value)
-    if not as_float.is_integer():
+        return bool(number)
+    if not isinstance(number, (int, np.integer, np.bool_)) and not float(number).is_integer():
         raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but got {value!r}; pass an int")
+    value = number
     low, high = spec.dtype.int_range
     if not low <= int(value) <= high:
-        shown = int(value) if isinstance(value, (int, np.integer)) else value  # 2**63, not np.uint64(2**63)
-        raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but {shown!r} does not fit in it ({low} to {high})")
+        shown = reprlib.repr(int(value)) if isinstance(value, (int, np.integer)) else repr(value)  # 2**63, not np.uint64(2**63)
+        raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but {shown} does not fit in it ({low} to {high})")
     return int(value)
 
 

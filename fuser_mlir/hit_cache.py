@@ -57,6 +57,8 @@ from fuser_mlir.runtime.cpu import data_pointer
 #: Python number types a scalar input of each dtype class takes as they are.
 _FLOAT_TYPES = (float, int, bool)
 _INT_TYPES = (int, bool)
+#: The finite floats: an int past them (10**400) has no float, and inf or NaN takes the full path.
+_FLOAT_BOUNDS = (-sys.float_info.max, sys.float_info.max)
 
 
 @dataclass(eq=False)
@@ -126,9 +128,10 @@ class HitCache:
         specs = fusion.inputs
         self._num_inputs = len(specs)
         self._tensor_inputs = tuple(i for i, s in enumerate(specs) if s.kind == "tensor")
-        #: (index, spec, Python types taken as they are, (least, greatest) of an integer type or None) per scalar input
+        #: (index, spec, Python types taken as they are, (least, greatest) value taken as it is, or None) per scalar input
         self._scalar_inputs = tuple(
-            (i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES, s.dtype.int_range if s.dtype.is_int else None)
+            (i, s, _FLOAT_TYPES if s.dtype.is_float else _INT_TYPES,
+             _FLOAT_BOUNDS if s.dtype.is_float else (s.dtype.int_range if s.dtype.is_int else None))
             for i, s in enumerate(specs)
             if s.kind != "tensor"
         )

@@ -529,3 +529,15 @@ def test_casts_of_constants_fold_to_what_the_same_casts_of_run_time_scalars_give
     np.testing.assert_array_equal(outs[9], ints - 2)
     np.testing.assert_array_equal(outs[10], ints + 5)
     np.testing.assert_array_equal(outs[11], xs + float(np.float32(0.1)))
+
+
+def test_a_masked_array_input_is_an_input_error():
+    # Its mask was ignored: the sum of [1, 2, masked 1000] came out 1003.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+    masked = np.ma.array(np.array([1, 2, 1000], np.float32), mask=[False, False, True])
+    with pytest.raises(InputError, match=r"input 0 is a numpy.ma.MaskedArray; .* pass x.filled\(value\) or x.data"):
+        fd.execute([masked])
+    (total,) = fd.execute([masked.filled(0)])
+    assert total == 3.0

@@ -171,6 +171,38 @@ def test_integer_scalars_must_fit_their_type_on_a_miss_and_on_a_hit():
         fresh.run([x, high32 + 1, 0])
 
 
+def test_scalars_that_are_no_numbers_or_past_every_float_are_input_errors_on_a_miss_and_on_a_hit():
+    # NumPy strings were parsed (np.str_("1.5") ran as 1.5, np.str_("") as False), np.complex64 lost its
+    # imaginary part, and 10**400 raised a bare OverflowError from float().
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Double)
+        fd.add_output(x * fd.define_scalar(dtype=DataType.Double) + fd.define_scalar(dtype=DataType.Int))
+        fd.add_output(fd.ops.where(fd.define_scalar(dtype=DataType.Bool), x, -x))
+    x = RNG.standard_normal(6)
+    good = [x, 0.5, 3, True]
+    for fec in (FusionExecutorCache(fd), None):  # a miss each time, then hits of a remembered signature
+        if fec is None:
+            fec = FusionExecutorCache(fd)
+            fec.run(good)
+        for index, value, message in [
+            (1, np.str_("1.5"), r"input 1 is a scalar \(Double\) of the definition, but got numpy.str_ .*; pass a Python number"),
+            (1, np.complex64(1 + 2j), r"input 1 is a scalar \(Double\) .* but got numpy.complex64"),
+            (1, np.array("2.5"), r"input 1 is a scalar \(Double\) .* but got a NumPy array of dtype <U3 and shape \[\]"),
+            (1, np.datetime64("2026-01-01"), r"input 1 is a scalar \(Double\) .* but got numpy.datetime64"),
+            (1, 10**400, r"input 1 is a float scalar \(Double\), but 1000.*000 is beyond the range of a float"),
+            (2, np.str_("5"), r"input 2 is a scalar \(Int\) of the definition, but got numpy.str_"),
+            (2, -(10**400), r"input 2 is an integer scalar \(Int\), but -1000.*000 does not fit in it"),
+            (3, np.str_(""), r"input 3 is a scalar \(Bool\) of the definition, but got numpy.str_"),
+        ]:
+            args = list(good)
+            args[index] = value
+            with pytest.raises(InputError, match=message):
+                fec.run(args)
+    total, chosen = fec.run([x, np.float32(0.25), np.array(2), np.bool_(False)])  # NumPy numbers and 0-d arrays of them are fine
+    np.testing.assert_array_equal(total, x * 0.25 + 2)
+    np.testing.assert_array_equal(chosen, -x)
+
+
 def test_an_input_updated_in_place_must_not_share_memory_with_another_input():
     # It did not: the fusion's read of the other input saw the in-place writes (x <- x + y with y a view
     # of x gave neither x + y nor anything defined, and exp(y) read the updated values).

@@ -165,12 +165,41 @@ def _span(array) -> tuple[int, int]:
     return _extent(geometry)
 
 
+#: How hard :func:`may_overlap` looks for a shared element of two arrays
+#: whose byte ranges meet (``numpy.shares_memory``'s ``max_work``); past it
+#: they count as overlapping.
+OVERLAP_WORK = 10_000
+
+
 def may_overlap(a, b) -> bool:
-    """Whether two arrays (NumPy, device views or torch tensors) may share memory."""
+    """Whether two arrays (NumPy, device views or torch tensors) may share
+    memory: their byte ranges meet and, as far as ``numpy.shares_memory`` can
+    tell within :data:`OVERLAP_WORK`, an element (interleaved views such as
+    ``x[:, 0::2]`` and ``x[:, 1::2]`` do not overlap)."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return np.may_share_memory(a, b)
-    (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
-    return a_lo < a_hi and b_lo < b_hi and a_lo < b_hi and b_lo < a_hi
+        if not np.may_share_memory(a, b):
+            return False
+    else:
+        (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
+        if not (a_lo < a_hi and b_lo < b_hi and a_lo < b_hi and b_lo < a_hi):
+            return False
+    try:
+        return bool(np.shares_memory(_address_view(a), _address_view(b), max_work=OVERLAP_WORK))
+    except getattr(np, "exceptions", np).TooHardError:
+        return True
+
+
+class _Addresses:
+    """An array's addresses as a NumPy array interface (nothing is read:
+    ``numpy.shares_memory`` compares addresses alone, so a device's do too)."""
+
+    def __init__(self, array):
+        pointer, shape, strides, itemsize = _geometry(array)
+        self.__array_interface__ = {"data": (pointer, True), "shape": tuple(shape), "strides": tuple(strides), "typestr": f"|V{itemsize}", "version": 3}
+
+
+def _address_view(array) -> np.ndarray:
+    return array if isinstance(array, np.ndarray) else np.asarray(_Addresses(array))
 
 
 def _check_overlaps(visible, args, given: dict[int, object]) -> None:

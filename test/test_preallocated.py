@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from devices import to_device, to_host
-from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
+from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache, InputError
 
 RNG = np.random.default_rng(5)
 
@@ -125,6 +125,40 @@ def test_concatenation_by_allocation(device):
     first, second = fd.execute([to_device(a, device), to_device(b, device)], outputs=[out[:n], out[n:]])
     assert first.base is out and second.base is out
     np.testing.assert_allclose(to_host(out), np.concatenate([np.exp(a), b * 2.0]), rtol=1e-12)
+
+
+def test_interleaved_views_of_one_buffer_are_separate_outputs_and_inputs(device):
+    """Views that interleave without sharing an element (even and odd
+    columns) were refused as overlapping: the check compared byte ranges."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Double)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Double)
+        fd.add_output(fd.ops.cos(a))
+        fd.add_output(fd.ops.sin(a))
+        fd.add_output(a + b, a)  # a updated in place; b, read, interleaves with it
+    n = 64
+    a, b = RNG.standard_normal((n, n)), RNG.standard_normal((n, n))
+    out = to_device(np.full((n, 2 * n), np.nan), device)
+    for _ in range(2):  # a miss, then a hit
+        cos, sin = fd.execute([to_device(a.copy(), device), to_device(b, device)], outputs=[out[:, 0::2], out[:, 1::2]])
+        expected = np.empty((n, 2 * n))
+        expected[:, 0::2], expected[:, 1::2] = np.cos(a), np.sin(a)
+        np.testing.assert_allclose(to_host(out), expected, rtol=1e-12)
+    pair = to_device(np.stack([a, b], axis=-1), device)  # a and b interleaved in one buffer
+    fd.execute([pair[..., 0], pair[..., 1]], outputs=[None, None])
+    np.testing.assert_allclose(to_host(pair)[..., 0], a + b, rtol=1e-12)
+    np.testing.assert_array_equal(to_host(pair)[..., 1], b)
+    with pytest.raises(InputError, match="output 0 overlaps output 1"):  # views that do share elements still may not
+        fd.execute([to_device(a.copy(), device), to_device(b, device)], outputs=[out[:, 0:n], out[:, n - 2:2 * n - 2]])
+
+
+def test_device_views_overlap_only_where_they_share_an_element():
+    from fuser_mlir.outputs import may_overlap
+    from fuser_mlir.runtime.arrays import DeviceArray
+
+    big = DeviceArray(0x7F00_0000_0000, (4, 8), (32, 4), np.dtype(np.float32))  # addresses only: nothing is read
+    assert not may_overlap(big[:, 0::2], big[:, 1::2]) and not may_overlap(big[:2], big[2:])
+    assert may_overlap(big[:, 0::2], big[:, 2::2]) and may_overlap(big[:3], big[2:]) and may_overlap(big.T, big[1:2])
 
 
 def test_transposed_given_output_is_written_through_its_strides(device):

@@ -121,6 +121,30 @@ def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate(device):
     np.testing.assert_allclose(d, x64 - x64.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_a_layer_norm_written_with_var_mean_is_one_segment(device, keepdim):
+    """var_mean broadcast its keepdim=False mean back with broadcast_in_dim,
+    which cut the fusion in two: a layer norm with it took two kernels where
+    one written with mean took one."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=keepdim)
+        if not keepdim:
+            var, mean = (fd.ops.broadcast_in_dim(v, [-1, 1], [0]) for v in (var, mean))
+        fd.add_output((x - mean) * fd.ops.rsqrt(var + 1e-5))
+        if not keepdim:
+            fd.add_output(fd.ops.var_mean(x, dims=[1], correction=1)[1])  # the mean alone, as keepdim=False gives it
+    x = rand(40, 300)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
+    assert compiled.num_segments == (1 if keepdim else 2)  # broadcasting a keepdim=False result back is the user's own cut
+    outs = [to_host(o) for o in fd.execute([to_device(x, device)])]
+    x64 = x.astype(np.float64)
+    mean = x64.mean(1, keepdims=True)
+    np.testing.assert_allclose(outs[0], (x64 - mean) / np.sqrt(x64.var(1, keepdims=True) + 1e-5), rtol=1e-4, atol=1e-4)
+    if not keepdim:
+        np.testing.assert_allclose(outs[1], mean[:, 0], rtol=1e-5, atol=1e-6)
+
+
 def test_a_fusion_of_twelve_segments(device):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], dtype=DataType.Float)

@@ -508,12 +508,14 @@ class Ops:
         acc = P.compute_type(result)
         x = self._cast(t, acc, loc)
         count = self._count(t, dims, acc, loc)
-        mean = self._pointwise("div", [self._reduce("sum", x, dims, False, loc), count], acc, api, loc)
-        mean_kept = self._keep_dims(mean, t, dims, api, loc)
+        # the mean kept as size-1 dims from the reduction itself: a reduction broadcast back by broadcast_in_dim
+        # is cut into another segment, so a layer norm written with var_mean would take two kernels
+        mean_kept = self._pointwise("div", [self._reduce("sum", x, dims, True, loc), count], acc, api, loc)
         diff = self._pointwise("sub", [x, mean_kept], acc, api, loc)
         squares = self._reduce("sum", self._pointwise("mul", [diff, diff], acc, api, loc), dims, keepdim, loc)
         var = self._pointwise("div", [squares, self._denominator(count, float(correction), acc, api, loc)], acc, api, loc)
-        return self._cast(var, result, loc), self._cast(mean_kept if keepdim else mean, result, loc)
+        mean = mean_kept if keepdim else self._pointwise("div", [self._reduce("sum", x, dims, False, loc), count], acc, api, loc)
+        return self._cast(var, result, loc), self._cast(mean, result, loc)
 
     def _mean_dtype(self, t: Tensor, dtype, api: str) -> DataType:
         if dtype is None:
@@ -557,12 +559,6 @@ class Ops:
             out_dims = tuple(e for d, e in enumerate(x.dims) if d not in dims)
         attrs = {"dims": tuple(dims), "keepdim": bool(keepdim)}
         return self._fd._record_tensor(name, [x], x.dtype, shape, out_dims, loc, attrs=attrs)
-
-    def _keep_dims(self, reduced: Tensor, t: Tensor, dims: list[int], api: str, loc: Loc) -> Tensor:
-        """A keepdim=False reduction of ``t`` with its reduced dims put back as size 1."""
-        kept = [d for d in range(t.ndim) if d not in dims]
-        shape = [1 if d in dims else -1 for d in range(t.ndim)]
-        return self._broadcast_in_dim(reduced, shape, kept, api, loc)
 
     def _count_product(self, t: Tensor, dims: list[int]) -> Product:
         scale, factors = 1, []

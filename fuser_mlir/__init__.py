@@ -22,6 +22,10 @@ _LAZY = {
     "DefinitionError": "fuser_mlir.errors",
     "CompileError": "fuser_mlir.errors",
     "ArtifactError": "fuser_mlir.errors",
+    "DeviceError": "fuser_mlir.errors",
+    "CudaError": "fuser_mlir.errors",
+    "CacheWarning": "fuser_mlir.errors",
+    "ConfigWarning": "fuser_mlir.errors",
     "load": "fuser_mlir.runtime.artifact",
 }
 

@@ -14,6 +14,12 @@ import warnings
 from pathlib import Path
 
 
+def raw(name: str) -> str | None:
+    """The text of a knob as set, unparsed: to notice that it changed before
+    parsing it again (see ``fuser_mlir.runtime.cpu._threads``)."""
+    return os.environ.get(name)
+
+
 def _flag(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -79,7 +85,8 @@ def cpu_threads() -> int:
     """``FUSER_CPU_THREADS``: how many threads one CPU kernel call may run
     on (default: the CPUs this process may use; ``1``: every call on the
     calling thread). Only calls on large arrays are split (see
-    :class:`fuser_mlir.runtime.cpu.CpuKernel`)."""
+    :class:`fuser_mlir.runtime.cpu.CpuKernel`). ValueError for a value that
+    is not a whole number of 1 or more."""
     raw = os.environ.get("FUSER_CPU_THREADS")
     if not raw:
         try:

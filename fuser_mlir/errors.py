@@ -81,5 +81,6 @@ class CacheWarning(UserWarning):
 
 class ConfigWarning(UserWarning):
     """A ``FUSER_*`` environment knob that only tunes speed has a value
-    fuser-mlir cannot use; its default stands in (results are never
-    affected). The message names the variable, the value and what it takes."""
+    fuser-mlir cannot use; its default stands in, or for ``FUSER_CPU_THREADS``
+    one thread (results are never affected). The message names the variable,
+    the value and what it takes."""

@@ -178,9 +178,20 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
         if declared and flags[dim] is False:
             raise InputError(
                 f"input {index} is not contiguous in dim {dim} (shape {list(value.shape)}, strides {list(value.strides)}), "
-                f"but the definition declares contiguity True there; pass numpy.ascontiguousarray(x) or declare contiguity False"
+                f"but the definition declares contiguity True there, in stride order {list(declared_order)}; "
+                f"pass {_contiguous_copy(declared_order, device)} or declare contiguity False"
             )
     return value
+
+
+def _contiguous_copy(order: tuple[int, ...], device: str) -> str:
+    """How to make a copy of an array dense in stride ``order`` (innermost dim first)."""
+    rank = len(order)
+    if order == tuple(range(rank - 1, -1, -1)):
+        return "numpy.ascontiguousarray(x)" if device == "cpu" else "x.contiguous()"
+    if order == tuple(range(rank)) and device == "cpu":
+        return "numpy.asfortranarray(x)"
+    return f"a copy laid out in that order (innermost dim first)"
 
 
 def _check_scalar(spec, index: int, value: object) -> object:

@@ -100,10 +100,18 @@ def test_declared_contiguity_is_checked():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         fd.add_output(fd.ops.neg(x))
-    with pytest.raises(InputError, match="input 0 is not contiguous in dim 0"):
+    with pytest.raises(InputError, match=r"input 0 is not contiguous in dim 0 .* in stride order \[1, 0\]; pass numpy.ascontiguousarray\(x\)"):
         fd.execute([rand(8, 6).T])
     (out,) = fd.execute([rand(6, 8)[:, :]])
     assert out.shape == (6, 8)
+    with FusionDefinition() as fd:  # column-major: the hint was ascontiguousarray, the very layout refused
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], stride_order=[0, 1], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(x))
+    with pytest.raises(InputError, match=r"in stride order \[0, 1\]; pass numpy.asfortranarray\(x\) or declare contiguity False"):
+        fd.execute([rand(6, 8)])
+    x = np.asfortranarray(rand(6, 8))
+    (out,) = fd.execute([x])
+    np.testing.assert_array_equal(out, -x)
 
 
 @pytest.mark.parametrize(

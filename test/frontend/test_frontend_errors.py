@@ -295,3 +295,13 @@ def test_given_outputs_must_match_the_visible_outputs():
     fd, _ = defined()
     with pytest.raises(InputError, match=re.escape("given_outputs has 2 entries, but fusion 'f' has 1 visible outputs; give one bool per visible output")):
         fd.fusion_ir((True, False))
+
+
+def test_the_error_and_warning_classes_are_names_of_the_package():
+    # The README names them as fuser_mlir.ConfigWarning and the like; they were reachable only through fuser_mlir.errors.
+    import fuser_mlir
+    from fuser_mlir import errors
+
+    for name in ("FuserError", "InputError", "DefinitionError", "CompileError", "ArtifactError", "DeviceError", "CudaError",
+                 "CacheWarning", "ConfigWarning"):
+        assert getattr(fuser_mlir, name) is getattr(errors, name) and name in fuser_mlir.__all__

@@ -9,7 +9,8 @@ a directory, or one zip file when the path ends in ``.fsn``::
     manifest.json         format + version, compiler and MLIR versions, target,
                           signature, executor key, launch plan, segments,
                           alias/preallocation contract, hazard report,
-                          kernel image spec, sha256 + size of every file
+                          kernel image spec, sha256 + size of every file,
+                          and the sha256 of the manifest itself
     kernels/cpu.so        the kernel image's files (backend-specific:
     kernels/*.ptx|cubin   see runtime/image.py)
     ir/fuser.mlir         the fusion in the fuser dialect, for reproduction
@@ -27,9 +28,15 @@ and a CPU kernel library must have no initialisers (see runtime/cpu.py).
 It checks, and fails with an :class:`~fuser_mlir.errors.ArtifactError`
 naming the failed check: zip entry paths (no absolute paths, no ``..``, no
 links, no duplicates, nothing unlisted), the manifest's format and format
-version, every listed file's size and sha256, the target, and the kernel
-image. The sha256 sums catch corruption and truncation, not tampering: the
-kernels are native code, to be trusted like any shared library.
+version, the manifest's own digest (:func:`manifest_digest`), every field
+of the manifest as it is read (types, ranges, and that the plan, the
+signature, the kernels and the executor key fit one another), every listed
+file's size and sha256, the target, and the kernel image. Anything else a
+malformed manifest raises while loading becomes an ArtifactError too, with
+the original exception's type and text. The sha256 sums catch corruption,
+truncation and hand edits, not tampering (whoever edits a file can write
+its sum too): the kernels are native code, to be trusted like any shared
+library.
 
 This module never imports ``mlir``.
 """
@@ -48,9 +55,22 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from fuser_mlir.errors import ArtifactError, InputError
+from fuser_mlir.errors import ArtifactError, FuserError, InputError
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT
 from fuser_mlir.runtime.image import KernelImage, load_kernels
-from fuser_mlir.runtime.plan import HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment
+from fuser_mlir.runtime.plan import (
+    HazardResolution,
+    Inspectable,
+    LaunchPlan,
+    MemoryStats,
+    Runnable,
+    Segment,
+    check_choice,
+    check_count,
+    check_record,
+    check_type,
+    malformed,
+)
 from fuser_mlir.runtime.signature import FusionSignature
 
 FORMAT = "fuser-mlir-artifact"
@@ -63,6 +83,20 @@ FORMAT_VERSION = 3
 #: The format versions read (older artifacts have fewer kinds of formulas).
 READABLE_VERSIONS = (1, 2, 3)
 MANIFEST = "manifest.json"
+#: The manifest field that holds the sha256 of the rest of the manifest
+#: (:func:`manifest_digest`). Older readers ignore it, so it needed no new
+#: format version; a manifest written before it existed has none, and loads
+#: with its fields checked but not its digest.
+DIGEST = "manifest_sha256"
+#: The hazard policies a manifest may name (``resolve_alias_hazards.POLICIES``,
+#: which this module cannot import: that module imports MLIR).
+HAZARD_POLICIES = ("auto", "reorder", "copy", "reject")
+#: The manifest's fields that loading and ``fuser-mlir inspect`` read, and their JSON types.
+FIELDS = {
+    "name": str, "compiler_version": str, "mlir_version": str, "backend": str, "device": str, "target": dict,
+    "signature": dict, "executor_key": list, "hazard_policy": str, "plan": dict, "segments": list, "contract": dict,
+    "hazard_report": list, "image": dict, "stages": dict, "files": dict,
+}
 ZIP_SUFFIX = ".fsn"
 #: The largest file a zip artifact may unpack to (a guard against zip bombs).
 MAX_FILE_BYTES = 1 << 30
@@ -136,6 +170,14 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON: every field but :data:`DIGEST`,
+    keys sorted, no whitespace, values as JSON reads them back (so that the
+    manifest an export holds and the one a load parses give one digest)."""
+    fields = json.loads(json.dumps({key: value for key, value in manifest.items() if key != DIGEST}))
+    return _sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode())
+
+
 def contract(signature: FusionSignature, plan: LaunchPlan) -> dict:
     """The alias and preallocation contract, in words a reader of the manifest can check."""
     visible = [o for o in signature.outputs if o.visible]
@@ -185,6 +227,7 @@ def artifact_contents(compiled, extra: dict | None = None) -> tuple[dict, dict[s
         "files": {path: {"sha256": _sha256(data), "size": len(data)} for path, data in sorted(files.items())},
     }
     manifest.update(extra or {})
+    manifest[DIGEST] = manifest_digest(manifest)
     return manifest, files
 
 
@@ -318,20 +361,66 @@ def _parse_manifest(data: bytes, where: str) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ArtifactError(f"format check failed: {where} is not a fuser-mlir artifact (its manifest has no format {FORMAT!r})")
     version = manifest.get("format_version")
-    if version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in READABLE_VERSIONS:  # not True, not 1.0
         readable = ", ".join(str(v) for v in READABLE_VERSIONS[:-1]) + f" and {READABLE_VERSIONS[-1]}"
         raise ArtifactError(
             f"format version check failed: {where} has format version {version!r}, this fuser-mlir reads versions {readable}; "
             "export it again with this version"
         )
+    if DIGEST in manifest and manifest[DIGEST] != manifest_digest(manifest):
+        raise ArtifactError(
+            f"manifest check failed: {where}/{MANIFEST} was edited or damaged after export (its digest does not match); export the fusion again"
+        )
     if not isinstance(manifest.get("files"), dict):
         raise ArtifactError(f"manifest check failed: {where} lists no files")
+    try:
+        _check_fields(manifest)
+    except ArtifactError as err:
+        raise ArtifactError(f"{where}: {err}") from None
     return manifest
+
+
+def _check_fields(manifest: dict) -> None:
+    """The types of the manifest's top-level fields and of its file list
+    (the readers of the other fields check those: LaunchPlan.from_json,
+    FusionSignature.from_json, the backend's load_kernels, LoadedFusion)."""
+    for field, kind in FIELDS.items():
+        if field not in manifest:
+            raise ArtifactError(f"manifest check failed: the manifest has no {field!r}; export the fusion again")
+        check_type(manifest[field], kind, field)
+    check_choice(manifest["hazard_policy"], HAZARD_POLICIES, "hazard_policy")
+    for name, entry in manifest["files"].items():
+        field = f"files[{name!r}]"
+        check_record(entry, field, ("sha256", "size"))
+        check_count(entry["size"], f"{field}.size")
+        sha256 = entry["sha256"]
+        if not (isinstance(sha256, str) and len(sha256) == 64 and all(c in "0123456789abcdef" for c in sha256)):
+            raise malformed(f"{field}.sha256", sha256, "not a sha256 (64 hex digits)")
+    for stage, name in manifest["stages"].items():
+        if not isinstance(name, str) or name not in manifest["files"]:
+            raise malformed(f"stages[{stage!r}]", name, "not a file the manifest lists")
 
 
 def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
     """The checked manifest and the verified files of the artifact at ``path``."""
     path = Path(path)
+    try:
+        return _read_verified(path)
+    except (FuserError, OSError):
+        raise
+    except Exception as err:  # a malformed manifest that no check foresaw
+        raise malformed_manifest(str(path), err) from err
+
+
+def malformed_manifest(where: str, err: Exception) -> ArtifactError:
+    """The error for an exception that a malformed manifest raised where no
+    check foresaw it: its type and text, for a bug report if it is a bug."""
+    return ArtifactError(
+        f"manifest check failed: {where}: the manifest is incomplete or malformed ({type(err).__name__}: {err}); export the fusion again"
+    )
+
+
+def _read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
     if path.is_dir():
         manifest_path = path / MANIFEST
         if not manifest_path.is_file():
@@ -393,11 +482,16 @@ class LoadedFusion(Inspectable, Runnable):
         self.image = KernelImage(manifest["backend"], manifest["image"], {p: files[p] for p in _image_files(manifest)})
         self.image_error = ""
         self.kernels = kernels
-        key = key_from_json(manifest["executor_key"])
+        key = _key_from_json(manifest["executor_key"], self.signature)
         self.key = (device, *key[1:])
+        check_fit(self.plan, self.signature, kernels)
 
     @classmethod
     def from_manifest(cls, manifest: dict, files: dict[str, bytes], *, device: str | None = None, where: str = "") -> "LoadedFusion":
+        """The fusion of a manifest and files that :func:`read_artifact`
+        checked, its kernels loaded for ``device``. A failure is an
+        ArtifactError that names ``where`` (the artifact's path); a backend's
+        own errors (no CUDA here) stay what they are."""
         try:
             backend = manifest["backend"]
             device = _device_for(backend, device or manifest["device"])
@@ -405,8 +499,10 @@ class LoadedFusion(Inspectable, Runnable):
             return cls(manifest, files, kernels, device)
         except ArtifactError as err:
             raise ArtifactError(f"{where}: {err}") from None
-        except (KeyError, TypeError, ValueError) as err:
-            raise ArtifactError(f"manifest check failed: {where}: the manifest is incomplete or malformed ({type(err).__name__}: {err})") from None
+        except FuserError:
+            raise
+        except Exception as err:  # a malformed manifest that no check foresaw
+            raise malformed_manifest(where, err) from err
 
     # -- running ----------------------------------------------------------------
 
@@ -434,6 +530,97 @@ class LoadedFusion(Inspectable, Runnable):
         return f"LoadedFusion({self.name!r} on {self.device}: {self.num_segments} segment(s))"
 
 
+def _key_from_json(raw: list, signature: FusionSignature) -> tuple:
+    """The executor key of a manifest, checked against the signature:
+    ``[device, [one entry per input], [[given output, its entry], ...]]``, a
+    scalar's entry its type's name, a tensor's its dtype, rank and four more
+    parts (see ``executor.tensor_signature``); no objects (a key must hash)."""
+    inputs = signature.inputs
+    if not (len(raw) == 3 and isinstance(raw[0], str) and isinstance(raw[1], list) and len(raw[1]) == len(inputs)
+            and isinstance(raw[2], list) and _plain(raw)):
+        raise malformed("executor_key", raw, f"not [device, one entry per input ({len(inputs)}), given outputs]")
+    for index, (entry, spec) in enumerate(zip(raw[1], inputs)):
+        dtype = DTYPE_OF_ELEMENT[spec.dtype.mlir]
+        if spec.kind == "scalar" and not isinstance(entry, str):
+            raise malformed(f"executor_key[1][{index}]", entry, f"not the type name of scalar input {index}")
+        if spec.kind == "tensor" and not _tensor_entry(entry, dtype, len(spec.shape)):
+            raise malformed(f"executor_key[1][{index}]", entry, f"not the key of input {index}, a {dtype} tensor of rank {len(spec.shape)}")
+    for k, entry in enumerate(raw[2]):
+        if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int and _tensor_entry(entry[1])):
+            raise malformed(f"executor_key[2][{k}]", entry, "not [given output, the key of its tensor]")
+    return key_from_json(raw)
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` holds lists, strings, numbers, true/false and null alone."""
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, int, float))
+
+
+def _tensor_entry(entry, dtype: str | None = None, rank: int | None = None) -> bool:
+    """Whether ``entry`` is a tensor's part of an executor key (of ``dtype`` and ``rank`` where given)."""
+    if not (isinstance(entry, list) and len(entry) == 6 and isinstance(entry[0], str) and type(entry[1]) is int):
+        return False
+    return dtype in (None, entry[0]) and rank in (None, entry[1])
+
+
+def check_fit(plan: LaunchPlan, signature: FusionSignature, kernels: dict) -> None:
+    """Check that a loaded plan fits the signature and the kernels, which
+    their readers check each alone: its inputs and visible outputs are the
+    signature's (count and dtype), each step calls a kernel of the image
+    with arguments of the kinds it takes, and the only inputs it writes are
+    those the signature updates in place (which a call checks are writable)."""
+    inputs = signature.inputs
+    if plan.num_inputs != len(inputs):
+        raise malformed("plan.num_inputs", plan.num_inputs, f"but the signature has {len(inputs)} inputs")
+    visible = [o for o in signature.outputs if o.visible]
+    if len(plan.outputs) != len(visible):
+        raise malformed("plan.outputs", plan.outputs, f"not one buffer per visible output of the signature ({len(visible)})")
+    for k, (buffer_id, spec) in enumerate(zip(plan.outputs, visible)):
+        _check_dtype(plan.buffer(buffer_id), spec.dtype, f"visible output {k}")
+    for b in plan.buffers:
+        if b.kind != "input":
+            continue
+        if inputs[b.index].kind != "tensor":
+            raise malformed(f"plan.buffers[{b.id}].index", b.index, f"but input {b.index} is a scalar")
+        _check_dtype(b, inputs[b.index].dtype, f"input {b.index}")
+    updated = {o.alias_input for o in signature.outputs if o.alias_input is not None}
+    for i, step in enumerate(plan.steps):
+        _check_step(plan, i, kernels, inputs, updated)
+
+
+def _check_dtype(buffer, dtype, what: str) -> None:
+    expected = DTYPE_OF_ELEMENT[dtype.mlir]
+    if buffer.dtype != expected:
+        raise malformed(f"plan.buffers[{buffer.id}].dtype", buffer.dtype, f"but {what} is {expected}")
+
+
+def _check_step(plan: LaunchPlan, index: int, kernels: dict, inputs: list, updated: set[int]) -> None:
+    """Check step ``index``: its kernel, its arguments' kinds, the inputs it writes."""
+    step, field = plan.steps[index], f"plan.steps[{index}]"
+    kernel = kernels.get(step.kernel)
+    if kernel is None:
+        raise malformed(f"{field}.kernel", step.kernel, f"not a kernel of the image ({', '.join(sorted(kernels))})")
+    for buffer_id in step.writes:
+        b = plan.buffer(buffer_id)
+        if b.kind == "input" and b.index not in updated:
+            raise ArtifactError(
+                f"manifest check failed: {field} writes input {b.index}, which the signature does not update in place "
+                f"(no output has alias_input {b.index}); export the fusion again"
+            )
+    kinds = getattr(kernel, "arg_kinds", None)
+    if kinds is None:
+        return
+    if len(kinds) != len(step.args):
+        raise malformed(f"{field}.args", step.args, f"not the {len(kinds)} arguments kernel {step.kernel} takes")
+    for j, ((what, value), kind) in enumerate(zip(step.args, kinds)):
+        takes = f"{kind.dtype} tensor of rank {kind.rank}" if kind.is_tensor else f"{kind.dtype} scalar"
+        if what == "scalar" and (kind.is_tensor or inputs[value].kind != "scalar"):
+            raise malformed(f"{field}.args[{j}]", [what, value], f"but kernel {step.kernel} takes a {takes} there")
+        if what == "buffer" and (not kind.is_tensor or plan.buffer(value).dtype != kind.dtype):
+            dtype = plan.buffer(value).dtype
+            raise malformed(f"{field}.args[{j}]", [what, value], f"a {dtype} buffer, but kernel {step.kernel} takes a {takes} there")
 
 
 def _image_files(manifest: dict) -> list[str]:

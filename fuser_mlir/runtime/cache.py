@@ -24,9 +24,11 @@ Entries are ``.fsn`` artifacts (:mod:`fuser_mlir.runtime.artifact`) at
 into place, so a reader sees a whole entry or none, and two processes that
 compile one key at once both succeed (the last rename wins; both entries are
 valid). Each manifest records its key. An entry that fails any artifact
-check, whose recorded key differs (a foreign file), or whose kernels this
-device cannot load, is deleted with a
-:class:`~fuser_mlir.errors.CacheWarning` and the fusion is compiled again.
+check (corrupted; edited after it was stored, which the manifest's digest
+shows; malformed: whatever loading it raises is an ArtifactError), whose
+recorded key differs (a foreign file), or whose kernels this device cannot
+load, is deleted with a :class:`~fuser_mlir.errors.CacheWarning` and the
+fusion is compiled again.
 A hit touches the entry's mtime; after each store, entries are evicted
 oldest-mtime first until the cache fits its bound.
 
@@ -130,7 +132,7 @@ class DiskCache:
             if manifest.get("cache_key") != key:
                 raise ArtifactError(f"cache key check failed: {path} records key {manifest.get('cache_key')!r}, not its file name's (a foreign entry)")
             loaded = LoadedFusion.from_manifest(manifest, files, device=device, where=str(path))
-        except (FuserError, OSError) as err:  # a failed check, or kernels this device cannot load
+        except (FuserError, OSError) as err:  # a failed check (a malformed manifest's every error is one), or kernels this device cannot load
             if not path.exists():
                 return None  # a miss (or evicted while we looked)
             try:

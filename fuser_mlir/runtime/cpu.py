@@ -70,6 +70,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: The start of a segment's entry point in a CPU image: the packed wrapper the engine generates (see :func:`image_spec`).
+ENTRY_PREFIX = "_mlir__mlir_ciface_"
+
+
 #: Element type of the IR -> NumPy dtype name.
 DTYPE_OF_ELEMENT = {
     "f16": "float16",
@@ -607,7 +611,7 @@ def image_spec(
         "target": target,
         "kernels": {
             name: {
-                "symbol": "_mlir__mlir_ciface_" + name,
+                "symbol": ENTRY_PREFIX + name,
                 "args": [[k.dtype, k.rank] for k in kinds],
                 "split": None if splits.get(name) is None else list(splits[name]),
                 "inner_split": None if inner_splits.get(name) is None else list(inner_splits[name]),
@@ -615,6 +619,33 @@ def image_spec(
             for name, kinds in kernels.items()
         },
     }
+
+
+def check_image_spec(spec: dict) -> None:
+    """Check a CPU image spec read from a manifest (see :func:`image_spec`):
+    an ArtifactError names the first field that is not what loading needs.
+    Each segment's symbol must be its own entry point: another segment's
+    code, called with this one's arguments, would crash the process."""
+    from fuser_mlir.runtime.plan import DTYPES, check_choice, check_count, check_record, check_type, malformed
+
+    check_record(spec, "image", ("library", "target", "kernels"))
+    check_type(spec["library"], str, "image.library")
+    target = check_type(spec["target"], dict, "image.target")
+    for key in ("system", "machine"):
+        check_type(target.get(key), str, f"image.target.{key}")
+    for k, flag in enumerate(check_type(target.get("isa", []), list, "image.target.isa")):
+        check_type(flag, str, f"image.target.isa[{k}]")
+    for name, entry in check_type(spec["kernels"], dict, "image.kernels").items():
+        field = f"image.kernels.{name}"
+        check_record(entry, field, ("symbol", "args"), ("split", "inner_split"))
+        if entry["symbol"] != ENTRY_PREFIX + name:
+            raise malformed(f"{field}.symbol", entry["symbol"], f"not the entry point of segment {name} ({ENTRY_PREFIX}{name})")
+        for j, arg in enumerate(check_type(entry["args"], list, f"{field}.args")):
+            if not (isinstance(arg, list) and len(arg) == 2):
+                raise malformed(f"{field}.args[{j}]", arg, "not [dtype, rank]")
+            check_choice(arg[0], DTYPES, f"{field}.args[{j}][0]")
+            if arg[1] is not None:
+                check_count(arg[1], f"{field}.args[{j}][1]")
 
 
 def load_kernels(spec: dict, read: Callable[[str], bytes], device: str) -> dict[str, "CpuKernel"]:
@@ -625,7 +656,8 @@ def load_kernels(spec: dict, read: Callable[[str], bytes], device: str) -> dict[
 
     if device != "cpu":
         raise ArtifactError(f"a CPU kernel image runs on device 'cpu', not {device!r}")
-    reason = check_target(spec.get("target", {}))
+    check_image_spec(spec)
+    reason = check_target(spec["target"])
     if reason is not None:
         raise ArtifactError(f"target check failed: the CPU kernels cannot run on this host: {reason}")
     library_path = spec["library"]

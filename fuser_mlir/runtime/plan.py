@@ -28,10 +28,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fuser_mlir.runtime.cpu import numpy_dtype
+from fuser_mlir.errors import ArtifactError
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.launch import compile_formula, describe, evaluate
 
 SizeExpr = list  # see the module docstring
+
+#: What a buffer of a plan is (see :class:`Buffer`).
+BUFFER_KINDS = ("input", "given", "output", "intermediate")
+#: The element types of plan buffers and kernel arguments (NumPy's names, and ml_dtypes' bfloat16).
+DTYPES = tuple(sorted(set(DTYPE_OF_ELEMENT.values())))
+#: The operators of size formulas.
+SIZE_OPERATORS = ("add", "sub", "mul", "div")
 
 
 def eval_size(expr: SizeExpr, input_shapes: Sequence[Sequence[int]]) -> int:
@@ -93,11 +101,20 @@ class LaunchPlan:
 
     @classmethod
     def from_json(cls, text: str) -> "LaunchPlan":
-        raw = json.loads(text)
-        raw["buffers"] = [Buffer(**b) for b in raw["buffers"]]
-        raw["steps"] = [Step(**s) for s in raw["steps"]]
-        raw["aliases"] = {int(k): v for k, v in raw.get("aliases", {}).items()}
-        return cls(**raw)
+        """The plan ``to_json`` wrote, checked as it is read (it comes from an
+        artifact's manifest): an ArtifactError names the first field that is
+        not what a plan holds, or a part that does not fit the others
+        (:func:`check_plan`), so that a malformed plan fails at load and not
+        on every call."""
+        raw = check_record(json.loads(text), "plan", ("num_inputs", "buffers", "steps", "outputs"), ("aliases",))
+        num_inputs = check_count(raw["num_inputs"], "plan.num_inputs")
+        buffers = [_buffer_from_json(b, i, num_inputs) for i, b in enumerate(check_type(raw["buffers"], list, "plan.buffers"))]
+        steps = [_step_from_json(s, i, len(buffers), num_inputs) for i, s in enumerate(check_type(raw["steps"], list, "plan.steps"))]
+        raw_outputs = check_type(raw["outputs"], list, "plan.outputs")
+        outputs = [check_index(b, len(buffers), f"plan.outputs[{i}]", "a buffer id") for i, b in enumerate(raw_outputs)]
+        plan = cls(num_inputs, buffers, steps, outputs, _aliases_from_json(raw.get("aliases", {})))
+        check_plan(plan)
+        return plan
 
     def peak_live_bytes(self, input_shapes: Sequence[Sequence[int]]) -> int:
         """The largest total size of buffers alive at any step, inputs included."""
@@ -131,6 +148,159 @@ class LaunchPlan:
             lines.append(f"  {i}: {s.kernel}({args}) writes {', '.join(f'b{w}' for w in s.writes)}")
         lines.append("outputs: " + ", ".join(f"b{o}" for o in self.outputs))
         return "\n".join(lines)
+
+
+# -- checking what a manifest holds -------------------------------------------------------
+#
+# An artifact's manifest is JSON that a person or a broken disk may have
+# changed (the manifest's digest catches most such edits, see
+# runtime/artifact.py; older artifacts have none). Its readers check each
+# field as they turn it into runtime objects and raise an ArtifactError that
+# names the field (``plan.buffers[3].dtype``); the loader adds the artifact's path.
+
+_KIND_NAMES = {list: "a list", dict: "an object", str: "a string", int: "an integer", bool: "true or false"}
+
+
+def malformed(field: str, value: object, expected: str) -> ArtifactError:
+    """The error for a manifest field that is not what its reader expects."""
+    shown = json.dumps(value, default=repr)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return ArtifactError(f"manifest check failed: {field} is {shown}, {expected}; export the fusion again")
+
+
+def check_type(value, kind: type, field: str):
+    """``value`` where it is of the JSON ``kind`` (list, dict, str, int or
+    bool; a bool is no int here)."""
+    if type(value) is kind or (kind in (list, dict, str) and isinstance(value, kind)):
+        return value
+    raise malformed(field, value, f"not {_KIND_NAMES[kind]}")
+
+
+def check_count(value, field: str, low: int = 0) -> int:
+    """``value`` where it is an integer of at least ``low``."""
+    if type(value) is int and value >= low:
+        return value
+    raise malformed(field, value, f"not an integer of at least {low}")
+
+
+def check_index(value, count: int, field: str, what: str) -> int:
+    """``value`` where it is an index below ``count`` (``what``: what it indexes, for the message)."""
+    if type(value) is int and 0 <= value < count:
+        return value
+    raise malformed(field, value, f"not {what} ({f'0 to {count - 1}' if count else 'there are none'})")
+
+
+def check_choice(value, choices: Sequence[str], field: str) -> str:
+    """``value`` where it is one of ``choices``."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise malformed(field, value, f"not one of {', '.join(choices)}")
+
+
+def check_record(value, field: str, required: Sequence[str], optional: Sequence[str] = ()) -> dict:
+    """``value`` where it is an object with the ``required`` keys, and no
+    keys but those and the ``optional`` ones."""
+    check_type(value, dict, field)
+    missing = [key for key in required if key not in value]
+    if missing:
+        raise ArtifactError(f"manifest check failed: {field} has no {missing[0]!r}; export the fusion again")
+    unknown = sorted(set(value) - set(required) - set(optional))
+    if unknown:
+        raise ArtifactError(f"manifest check failed: {field} has the unknown field {unknown[0]!r}; export the fusion again")
+    return value
+
+
+def _buffer_from_json(raw, position: int, num_inputs: int) -> Buffer:
+    field = f"plan.buffers[{position}]"
+    check_record(raw, field, ("id", "kind", "dtype", "shape"), ("index", "last_use"))
+    if raw["id"] != position or type(raw["id"]) is not int:
+        raise malformed(f"{field}.id", raw["id"], f"not {position}, its position in the list")
+    kind = check_choice(raw["kind"], BUFFER_KINDS, f"{field}.kind")
+    index = raw.get("index")
+    if kind == "input":
+        check_index(index, num_inputs, f"{field}.index", "an input index")
+    elif index is not None:
+        check_count(index, f"{field}.index")
+    return Buffer(
+        position, kind, check_choice(raw["dtype"], DTYPES, f"{field}.dtype"), check_type(raw["shape"], list, f"{field}.shape"),
+        index, check_count(raw.get("last_use", -1), f"{field}.last_use", -1),
+    )
+
+
+def _step_from_json(raw, position: int, num_buffers: int, num_inputs: int) -> Step:
+    field = f"plan.steps[{position}]"
+    check_record(raw, field, ("kernel", "args", "writes"))
+    args = check_type(raw["args"], list, f"{field}.args")
+    for j, arg in enumerate(args):
+        if not (isinstance(arg, list) and len(arg) == 2 and arg[0] in ("buffer", "scalar")):
+            raise malformed(f"{field}.args[{j}]", arg, 'not ["buffer", id] or ["scalar", input index]')
+        if arg[0] == "buffer":
+            check_index(arg[1], num_buffers, f"{field}.args[{j}][1]", "a buffer id")
+        else:
+            check_index(arg[1], num_inputs, f"{field}.args[{j}][1]", "an input index")
+    raw_writes = check_type(raw["writes"], list, f"{field}.writes")
+    writes = [check_index(b, num_buffers, f"{field}.writes[{j}]", "a buffer id") for j, b in enumerate(raw_writes)]
+    return Step(check_type(raw["kernel"], str, f"{field}.kernel"), args, writes)
+
+
+def _aliases_from_json(raw) -> dict[int, int]:
+    aliases = {}
+    for key, position in check_type(raw, dict, "plan.aliases").items():
+        if not key.isdecimal():
+            raise malformed("a key of plan.aliases", key, "not an input index")
+        aliases[int(key)] = check_count(position, f"plan.aliases[{key!r}]")
+    return aliases
+
+
+def check_size(expr, field: str, ranks: dict[int, int]) -> None:
+    """Check a size formula whose ``dim`` leaves read inputs of ``ranks``
+    (input index -> rank of the tensor input)."""
+    if not isinstance(expr, list) or not expr:
+        raise malformed(field, expr, "not a size formula")
+    kind = expr[0]
+    if kind == "const" and len(expr) == 2 and type(expr[1]) is int:
+        return
+    if kind in SIZE_OPERATORS and len(expr) == 3:
+        check_size(expr[1], f"{field}[1]", ranks)
+        check_size(expr[2], f"{field}[2]", ranks)
+        return
+    if kind != "dim" or len(expr) != 3:
+        operators = ", ".join(SIZE_OPERATORS)
+        raise malformed(field, expr, f'not a size formula (["const", n], ["dim", input, dim] or [op, a, b] with op one of {operators})')
+    if type(expr[1]) is not int or expr[1] not in ranks:
+        raise malformed(f"{field}[1]", expr[1], f"not a tensor input of the plan ({', '.join(map(str, sorted(ranks))) or 'it has none'})")
+    check_index(expr[2], ranks[expr[1]], f"{field}[2]", f"a dim of input {expr[1]}")
+
+
+def check_plan(plan: LaunchPlan) -> None:
+    """Check what running ``plan`` relies on across its parts: size formulas
+    read dims the inputs have, every buffer a step passes or the plan
+    returns is written by that step or an earlier one (an input is there
+    from the start), and no intermediate is freed before a step passes it."""
+    ranks = {b.index: len(b.shape) for b in plan.buffers if b.kind == "input"}
+    for b in plan.buffers:
+        for d, expr in enumerate(b.shape):
+            check_size(expr, f"plan.buffers[{b.id}].shape[{d}]", ranks)
+    written = {b.id for b in plan.buffers if b.kind == "input"}
+    last_passed: dict[int, int] = {}
+    for i, step in enumerate(plan.steps):
+        written.update(step.writes)
+        for j, (what, value) in enumerate(step.args):
+            if what != "buffer":
+                continue
+            if value not in written:
+                raise ArtifactError(
+                    f"manifest check failed: plan.steps[{i}].args[{j}] passes buffer {value}, which neither this step nor an earlier one "
+                    "writes; export the fusion again"
+                )
+            last_passed[value] = i
+    for i, buffer_id in enumerate(plan.outputs):
+        if buffer_id not in written:
+            raise ArtifactError(f"manifest check failed: plan.outputs[{i}] is buffer {buffer_id}, which no step writes; export the fusion again")
+    for b in plan.buffers:
+        if b.kind == "intermediate" and -1 < b.last_use < last_passed.get(b.id, -1):
+            raise malformed(f"plan.buffers[{b.id}].last_use", b.last_use, f"but step {last_passed[b.id]} passes that buffer")
 
 
 @dataclass

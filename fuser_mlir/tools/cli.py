@@ -201,18 +201,28 @@ def _format_input(index: int, spec: dict, key: list | None) -> str:
 
 def inspect_artifact(args) -> int:
     from fuser_mlir.errors import ArtifactError
-    from fuser_mlir.runtime.artifact import read_artifact
+    from fuser_mlir.runtime.artifact import malformed_manifest, read_artifact
+
+    try:
+        manifest, files = read_artifact(args.artifact)
+        lines = _artifact_lines(args.artifact, manifest, files)
+    except ArtifactError as err:
+        return _error(str(err))
+    except Exception as err:  # a manifest its digest vouches for, malformed all the same (a writer's bug)
+        return _error(str(malformed_manifest(str(args.artifact), err)))
+    print("\n".join(lines))
+    return 0
+
+
+def _artifact_lines(path, manifest: dict, files: dict) -> list[str]:
+    """What ``fuser-mlir inspect`` prints of a checked artifact."""
     from fuser_mlir.runtime.plan import LaunchPlan
 
     import json
 
-    try:
-        manifest, files = read_artifact(args.artifact)
-    except ArtifactError as err:
-        return _error(str(err))
     signature = manifest["signature"]
     lines = [
-        f"artifact {args.artifact}: fusion {manifest['name']!r} (format {manifest['format_version']}); all {len(files)} files match their sha256",
+        f"artifact {path}: fusion {manifest['name']!r} (format {manifest['format_version']}); all {len(files)} files match their sha256",
         f"compiled by fuser-mlir {manifest['compiler_version']} with MLIR {manifest['mlir_version']}",
         f"backend {manifest['backend']} ({manifest['device']}), target {json.dumps(manifest['target'], sort_keys=True)}",
         f"hazard policy {manifest['hazard_policy']}",
@@ -242,8 +252,7 @@ def inspect_artifact(args) -> int:
     lines.append(LaunchPlan.from_json(json.dumps(manifest["plan"])).describe())
     lines.append("files:")
     lines += [f"  {name}: {entry['size']} bytes sha256 {entry['sha256'][:16]}" for name, entry in sorted(manifest["files"].items())]
-    print("\n".join(lines))
-    return 0
+    return lines
 
 
 def _key_inputs(manifest: dict) -> list:

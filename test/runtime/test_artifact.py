@@ -4,6 +4,7 @@ and every integrity check failing with a message that names it."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,8 @@ import pytest
 import fuser_mlir
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import ArtifactError, DeviceError, InputError
-from fuser_mlir.runtime.artifact import MANIFEST, LoadedFusion, read_artifact
+from fuser_mlir.runtime import artifact
+from fuser_mlir.runtime.artifact import DIGEST, MANIFEST, LoadedFusion, manifest_digest, read_artifact
 from blocks import cut_into_blocks
 from devices import subprocess_env
 from reference import evaluate
@@ -218,6 +220,7 @@ def test_the_manifest_records_versions_signature_plan_and_checksums(exported):
     assert '"fuser.exp"' in files["ir/fuser.mlir"].decode()
     assert all(len(entry["sha256"]) == 64 for entry in manifest["files"].values())
     assert manifest["plan"]["steps"] and manifest["target"]["machine"]
+    assert manifest[DIGEST] == manifest_digest(manifest) and len(manifest[DIGEST]) == 64
 
 
 MLIR_BLOCKER = """
@@ -294,10 +297,32 @@ def as_directory(path: Path, tmp_path: Path) -> Path:
     return target
 
 
-def edit_manifest(directory: Path, change) -> None:
-    manifest = json.loads((directory / MANIFEST).read_text())
+def edited(text: str | bytes, change, seal: bool) -> str:
+    """The manifest ``text`` after ``change``; ``seal`` writes its digest anew,
+    as an export would, so that the edit reaches the checks behind the
+    digest (unsealed, the digest check refuses any edit)."""
+    manifest = json.loads(text)
     change(manifest)
-    (directory / MANIFEST).write_text(json.dumps(manifest))
+    if seal:
+        manifest[DIGEST] = manifest_digest(manifest)
+    return json.dumps(manifest)
+
+
+def edit_manifest(directory: Path, change, *, seal: bool = True) -> None:
+    (directory / MANIFEST).write_text(edited((directory / MANIFEST).read_text(), change, seal))
+
+
+def edit_artifact(path: Path, change, *, seal: bool) -> None:
+    """``edit_manifest`` for an artifact directory or a .fsn zip (written again in place)."""
+    if path.is_dir():
+        edit_manifest(path, change, seal=seal)
+        return
+    with zipfile.ZipFile(path) as z:
+        entries = {info.filename: z.read(info) for info in z.infolist()}
+    entries[MANIFEST] = edited(entries[MANIFEST], change, seal).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
 
 
 def expect_failure(path, check: str) -> None:
@@ -327,13 +352,14 @@ def test_a_wrong_format_version_is_refused(exported, tmp_path):
     expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads versions 1, 2 and 3")
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_artifact_still_loads(exported, tmp_path, version):
     """Versions 2 and 3 only added kinds of launch formulas (dynamic shared
-    memory, the device's SM count), which older artifacts do not hold: they
-    load and run as before."""
+    memory, the device's SM count), which older artifacts do not hold, and
+    manifests written before the manifest digest have none: they load and
+    run as before."""
     directory = as_directory(exported[1], tmp_path)
-    edit_manifest(directory, lambda m: m.update(format_version=version))
+    edit_manifest(directory, lambda m: (m.update(format_version=version), m.pop(DIGEST)), seal=False)
     fd, loaded = exported[0], fuser_mlir.load(directory)
     inputs = softmax_args(4, 20)
     originals = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
@@ -488,10 +514,143 @@ def test_a_library_with_initialisers_fails_the_library_check(exported, tmp_path)
     assert not marker.exists()
 
 
-def test_a_malformed_manifest_is_an_artifact_error(exported, tmp_path):
+def test_a_manifest_without_a_field_is_an_artifact_error(exported, tmp_path):
     directory = as_directory(exported[1], tmp_path)
     edit_manifest(directory, lambda m: m.pop("plan"))
-    expect_failure(directory, r"manifest check failed: .* incomplete or malformed \(KeyError: 'plan'\)")
+    expect_failure(directory, rf"{re.escape(str(directory))}: manifest check failed: the manifest has no 'plan'; export the fusion again")
+
+
+def output_buffer(manifest: dict) -> dict:
+    return manifest["plan"]["buffers"][manifest["plan"]["outputs"][0]]
+
+
+def first_kernel(manifest: dict) -> dict:
+    return manifest["image"]["kernels"][manifest["plan"]["steps"][0]["kernel"]]
+
+
+def last_kernel(manifest: dict) -> dict:
+    return manifest["image"]["kernels"][manifest["plan"]["steps"][-1]["kernel"]]
+
+
+# Hand edits of a softmax artifact's manifest, each once an AttributeError, TypeError, IndexError or
+# ValueError out of fuser_mlir.load or of every call, or a load that ran and gave wrong results (or,
+# symbol-of-another-segment, a segfault); and what the checks behind the digest say of it. Each edit is
+# tried unsealed (the digest check refuses it) and sealed (the digest written anew, as by a writer with
+# a bug, or by a deliberate edit).
+MANIFEST_EDITS = [
+    pytest.param(lambda m: m["files"].update({"ir/fuser.mlir": "abc"}), r"""files\['ir/fuser.mlir'\] is "abc", not an object""", id="files-entry-a-string"),
+    pytest.param(lambda m: m["files"]["kernels/cpu.so"].update(size=str(m["files"]["kernels/cpu.so"]["size"])),
+                 r"""files\['kernels/cpu.so'\].size is "\d+", not an integer""", id="file-size-a-string"),
+    pytest.param(lambda m: m["image"].update(kernels=[]), r"image.kernels is \[\], not an object", id="image-kernels-a-list"),
+    pytest.param(lambda m: m["image"].update(target="linux"), r'image.target is "linux", not an object', id="image-target-a-string"),
+    pytest.param(lambda m: m.update(stages=["ir/fuser.mlir"]), r'stages is \["ir/fuser.mlir"\], not an object', id="stages-a-list"),
+    pytest.param(lambda m: m["plan"].update(aliases=[1]), r"plan.aliases is \[1\], not an object", id="plan-aliases-a-list"),
+    pytest.param(lambda m: m["signature"]["classes"].__setitem__(-1, 99), r"signature.classes\[\d+\] is 99, not an extent id \(0 to \d+\)",
+                 id="signature-classes-out-of-range"),
+    pytest.param(lambda m: m["executor_key"][1].__setitem__(0, {"a": 1}), r"executor_key is .*, not \[device, one entry per input \(3\), given outputs\]",
+                 id="executor-key-with-an-object"),
+    pytest.param(lambda m: m["plan"].update(steps=[]), r"plan.outputs\[0\] is buffer \d+, which no step writes", id="plan-steps-emptied"),
+    pytest.param(lambda m: output_buffer(m).update(dtype="float64"), r'plan.buffers\[\d+\].dtype is "float64", but visible output 0 is float32',
+                 id="output-buffer-dtype-changed"),
+    pytest.param(lambda m: first_kernel(m)["args"][0].__setitem__(0, "float64"),
+                 r"plan.steps\[0\].args\[0\] is \[\"buffer\", 0\], a float32 buffer, but kernel \w+ takes a float64 tensor of rank 2 there",
+                 id="kernel-argument-dtype-changed"),
+    pytest.param(lambda m: first_kernel(m).update(symbol=last_kernel(m)["symbol"]),
+                 r'image.kernels.(\w+).symbol is "_mlir__mlir_ciface_\w+", not the entry point of segment \1', id="symbol-of-another-segment"),
+    pytest.param(lambda m: m.update(hazard_policy="nonsense"), r'hazard_policy is "nonsense", not one of auto, reorder, copy, reject', id="hazard-policy-unknown"),
+]
+
+
+@pytest.mark.parametrize("seal", [False, True], ids=["unsealed", "sealed"])
+@pytest.mark.parametrize("change, message", MANIFEST_EDITS)
+def test_a_malformed_manifest_fails_its_check_at_load(exported, change, message, seal):
+    # Each was a raw exception (at load or on every call) or a silently wrong result.
+    _, path = exported
+    edit_artifact(path, change, seal=seal)
+    with pytest.raises(ArtifactError) as failed:
+        fuser_mlir.load(path)
+    if not seal:
+        message = rf"manifest check failed: {re.escape(str(path))}/manifest.json was edited or damaged after export \(its digest does not match\); export the fusion again"
+    assert re.search(message, str(failed.value)), str(failed.value)
+    assert str(path) in str(failed.value) and "export the fusion again" in str(failed.value)
+
+
+@pytest.mark.parametrize("version", [True, 1.0, 3.0, "3"])
+def test_a_format_version_of_another_type_is_refused(exported, version):
+    # True and 1.0 were read as version 1.
+    _, path = exported
+    edit_artifact(path, lambda m: m.update(format_version=version), seal=True)
+    expect_failure(path, rf"format version check failed: .* has format version {re.escape(repr(version))}, this fuser-mlir reads versions 1, 2 and 3")
+
+
+def test_the_digest_catches_a_well_typed_edit_and_an_unedited_artifact_runs(exported, tmp_path):
+    """Pinning input 0's rows to 5 is a well-formed signature that every
+    check behind the digest accepts (sealed, it loads, and then no other
+    size runs); the digest refuses it. A copy left as exported loads and
+    computes the softmax."""
+    _, path = exported
+    pristine = tmp_path / "pristine"
+    shutil.copytree(as_directory(path, tmp_path), pristine)
+
+    def pin(manifest):
+        manifest["signature"]["inputs"][0].update(shape=[5, -1])
+
+    edit_artifact(path, pin, seal=False)
+    expect_failure(path, r"manifest check failed: .*/manifest.json was edited or damaged after export \(its digest does not match\)")
+    sealed = tmp_path / "sealed"
+    shutil.copytree(pristine, sealed)
+    edit_artifact(sealed, pin, seal=True)
+    with pytest.raises(InputError, match=r"input 0 dim 0 has size 7, but the definition declares size 5"):
+        fuser_mlir.load(sealed).run(softmax_args(7, 9))
+    loaded = fuser_mlir.load(pristine)
+    for rows, cols in [(5, 9), (7, 33)]:
+        x, bias, scale = softmax_args(rows, cols)
+        (out,) = loaded.run([x, bias, scale])
+        t = (x.astype(np.float64) + bias) * scale
+        e = np.exp(t - t.max(axis=0, keepdims=True))
+        np.testing.assert_allclose(out, e / e.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_a_plan_that_writes_an_input_the_signature_does_not_update_is_refused(tmp_path):
+    # alias_input set to null skipped the check that an input updated in place is writable.
+    fd = alias_fusion()
+    path = tmp_path / "alias"
+    fd.compile([rand(4, 6)], outputs=[np.empty((4, 1), np.float32), None]).export(path)
+    edit_artifact(path, lambda m: m["signature"]["outputs"][0].update(alias_input=None), seal=True)
+    expect_failure(path, r"manifest check failed: plan.steps\[\d+\] writes input 0, which the signature does not update in place")
+
+
+def test_an_older_manifest_has_its_fields_checked(exported, tmp_path):
+    """A manifest without a digest (written before it existed) gets every check but the digest's."""
+    directory = as_directory(exported[1], tmp_path)
+    edit_manifest(directory, lambda m: (m.pop(DIGEST), m["image"].update(target="linux")), seal=False)
+    expect_failure(directory, r'manifest check failed: image.target is "linux", not an object')
+
+
+def test_an_exception_no_check_foresaw_is_an_artifact_error_that_keeps_it(exported, monkeypatch):
+    """What a malformed manifest raises past every check is an ArtifactError
+    with the path, the exception's type and text, chained from it."""
+    _, path = exported
+
+    def unforeseen(*args):
+        raise AttributeError("'str' object has no attribute 'get'")
+
+    for place in ("_check_fields", "check_fit"):
+        with monkeypatch.context() as patch:
+            patch.setattr(artifact, place, unforeseen)
+            with pytest.raises(ArtifactError) as failed:
+                fuser_mlir.load(path)
+        assert str(failed.value) == (
+            f"manifest check failed: {path}: the manifest is incomplete or malformed "
+            "(AttributeError: 'str' object has no attribute 'get'); export the fusion again"
+        )
+        assert isinstance(failed.value.__cause__, AttributeError)
+
+
+def test_the_hazard_policies_a_manifest_may_name_are_the_passes():
+    from fuser_mlir.passes.resolve_alias_hazards import POLICIES
+
+    assert artifact.HAZARD_POLICIES == POLICIES
 
 
 # -- export errors -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ the cache stays within its size bound."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -12,6 +13,7 @@ import sys
 import textwrap
 import time
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ import pytest
 
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import CacheWarning, ConfigWarning, InputError
-from fuser_mlir.runtime.artifact import LoadedFusion
+from fuser_mlir.runtime.artifact import DIGEST, MANIFEST, LoadedFusion, manifest_digest
 from fuser_mlir.runtime import cache as cache_module
 from fuser_mlir.runtime.cache import DiskCache
 from devices import subprocess_env
@@ -155,6 +157,66 @@ def test_a_bad_entry_that_cannot_be_deleted_is_compiled_past_with_a_warning(tmp_
             (out,) = fd.execute([x])
         np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
     assert entry.read_bytes() == kept
+
+
+def rewrite_manifest(entry: Path, change, *, seal: bool) -> None:
+    """Change the manifest inside a cache entry; ``seal`` writes its digest anew, as a store would."""
+    with zipfile.ZipFile(entry) as z:
+        files = {info.filename: z.read(info) for info in z.infolist()}
+    manifest = json.loads(files[MANIFEST])
+    change(manifest)
+    if seal:
+        manifest[DIGEST] = manifest_digest(manifest)
+    files[MANIFEST] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(entry, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+
+
+@pytest.mark.parametrize(
+    "seal, reason", [(False, r"manifest.json was edited or damaged after export"), (True, r'image.target is "linux", not an object')],
+    ids=["unsealed", "sealed"],
+)
+def test_an_entry_with_a_malformed_manifest_is_discarded_with_a_warning_and_rebuilt(tmp_path, monkeypatch, seal, reason):
+    # image.target a string raised AttributeError out of every fd.execute of the fusion, and the entry stayed.
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    small_fusion().execute([rand(2, 3)])
+    (entry,) = entries(tmp_path)
+    rewrite_manifest(entry, lambda m: m["image"].update(target="linux"), seal=seal)
+    fd, x = small_fusion(), rand(3, 4)
+    with pytest.warns(CacheWarning, match=rf"discarding a bad entry, compiling again: .*{re.escape(str(entry))}.*{reason}"):
+        (out,) = fd.execute([x])
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert (fd._executor.stats.compilations, fd._executor.stats.disk_writes) == (1, 1)
+    again, y = small_fusion(), rand(5, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        (out,) = again.execute([y])  # from the entry stored anew
+    np.testing.assert_allclose(out, np.exp(y.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert again._executor.stats.disk_hits == 1
+
+
+@pytest.mark.parametrize("error", [AttributeError, TypeError, KeyError, IndexError, ValueError])
+def test_an_entry_whose_load_raises_an_unforeseen_error_is_discarded_and_rebuilt(tmp_path, monkeypatch, error):
+    """Whatever a malformed entry raises past every check while it loads
+    makes it a bad entry (an ArtifactError with the exception's type and
+    text), not an error of every call."""
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    small_fusion().execute([rand(2, 3)])
+
+    def unforeseen(raw):
+        raise error("an unforeseen field")
+
+    from fuser_mlir.runtime.signature import FusionSignature
+
+    fd, x = small_fusion(), rand(3, 4)
+    with monkeypatch.context() as patch:
+        patch.setattr(FusionSignature, "from_json", staticmethod(unforeseen))
+        with pytest.warns(CacheWarning, match=rf"discarding a bad entry, compiling again: manifest check failed: .*: the manifest is "
+                                              rf"incomplete or malformed \({error.__name__}: '?an unforeseen field'?\)"):
+            (out,) = fd.execute([x])
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) * 2.0, rtol=1e-6)
+    assert (fd._executor.stats.compilations, fd._executor.stats.disk_hits) == (1, 0)
 
 
 @pytest.mark.parametrize(

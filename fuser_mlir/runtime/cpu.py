@@ -70,6 +70,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fuser_mlir import config
+
 #: The start of a segment's entry point in a CPU image: the packed wrapper the engine generates (see :func:`image_spec`).
 ENTRY_PREFIX = "_mlir__mlir_ciface_"
 
@@ -429,10 +431,9 @@ def _threads() -> int:
     reads it before a call's first segment, so the warning (an error under
     ``-W error``) comes before anything is written, never between segments."""
     global _THREADS
-    raw = os.environ.get("FUSER_CPU_THREADS")
+    raw = config.raw("FUSER_CPU_THREADS")
     if _THREADS is not None and _THREADS[0] == raw:
         return _THREADS[1]
-    from fuser_mlir import config
 
     try:
         threads = config.cpu_threads()

@@ -650,18 +650,31 @@ def describe_key_mismatch(expected, got, what: str = "artifact") -> str:
             continue
         if isinstance(a, str) or isinstance(b, str):
             return f"input {index} is a {b}, the {what} was compiled for a {a}"
-        for part, x, y in zip(_KEY_PARTS, a, b):
-            if x != y:
-                return f"input {index} has {part} {y!r}, the {what} was compiled for {x!r}"
+        return _tensor_difference(f"input {index}", a, b, what)
     exp_given = dict(exp_outputs)
     got_given = dict(got_outputs)
     if sorted(exp_given) != sorted(got_given):
         return f"the call gives outputs {sorted(got_given)}, the {what} was compiled for given outputs {sorted(exp_given)}"
     for index in sorted(exp_given):
-        for part, x, y in zip(_KEY_PARTS, exp_given[index], got_given[index]):
-            if x != y:
-                return f"output {index} has {part} {y!r}, the {what} was compiled for {x!r}"
+        if exp_given[index] != got_given[index]:
+            return _tensor_difference(f"output {index}", exp_given[index], got_given[index], what)
     return "the argument signature differs"
+
+
+def _tensor_difference(tensor: str, expected, got, what: str) -> str:
+    """The first part of a tensor's key that differs, in words. Size-1 dims
+    come before the layout parts: they change those too, and are the cause."""
+    parts = dict(zip(_KEY_PARTS, zip(expected, got)))
+    x, y = parts["broadcast dims"]
+    if parts["dtype"][0] == parts["dtype"][1] and parts["rank"][0] == parts["rank"][1] and x != y:
+        return (
+            f"{tensor} has size 1 in dims {list(y)}, the {what} was compiled for size 1 in dims {list(x)} (a size-1 dim is "
+            f"compiled as a broadcast dim: compile from examples of 2 or more where a dim varies)"
+        )
+    for part, (x, y) in parts.items():
+        if x != y:
+            return f"{tensor} has {part} {y!r}, the {what} was compiled for {x!r}"
+    return f"{tensor} differs"
 
 
 def loaded_key_error(loaded, key) -> InputError:

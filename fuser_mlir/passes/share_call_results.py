@@ -111,8 +111,10 @@ def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
     its outputs' elements), a key that is equal for values computed by the
     same ops from the same inputs through the same maps; and each key's
     leaves (:class:`_Leaf`). A key is a number: ``interned`` numbers each
-    (op, attributes, operand keys) the first time it is seen, across the
-    generics of a function, so that keys compare and hash as numbers."""
+    (op, attributes, result type, operand keys) the first time it is seen,
+    across the generics of a function, so that keys compare and hash as
+    numbers. The result type counts: ``arith.extui`` of one ``i1`` to ``i8``
+    and to ``i64`` are two values."""
     count = len(g.inputs)
     keys, leaves = {}, {}
     for arg, operand, amap in zip(list(g.body.arguments)[:count], g.inputs, g.maps):
@@ -132,7 +134,7 @@ def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
             else:
                 break  # reads an output's element, or a value with no key
         else:
-            key = interned.setdefault((op.name, _attributes(op), tuple(operand_keys)), len(interned))
+            key = interned.setdefault((op.name, _attributes(op), str(op.results[0].type), tuple(operand_keys)), len(interned))
             keys[op.results[0]] = key
             leaves[key] = found
     return keys, leaves

@@ -92,3 +92,36 @@ def test_a_sum_of_stored_exp_values_on_two_threads(monkeypatch):
     for g, want in zip(got, expected):
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-3)
     np.testing.assert_array_equal(x, entry)
+
+
+def a_mask_and_its_count(fd, x, w):
+    mask = fd.ops.exp(x) > 2.0
+    fd.add_output(mask)
+    fd.add_output(fd.ops.sum(mask, dims=[1]))
+
+
+def one_value_cast_to_two_integer_types(fd, x, w):
+    e = fd.ops.exp(x)
+    fd.add_output(fd.ops.cast(e, DataType.Int))
+    fd.add_output(fd.ops.cast(e, DataType.Int32))
+
+
+@pytest.mark.parametrize("build", [a_mask_and_its_count, one_value_cast_to_two_integer_types], ids=lambda build: build.__name__)
+def test_values_that_differ_in_type_alone_are_not_shared(build, monkeypatch):
+    """A Bool output stored as i8 and its sum widened to i64, or one exp cast
+    to i64 and to i32, had one key: the second nest read the first one's
+    buffer of the other type, and the fusion failed to compile."""
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    x = np.random.default_rng().standard_normal((23, 37)).astype(np.float32)
+    fd = fusion(build, DataType.Float, [x.shape])
+    expected = evaluate(fd, [x])
+    got = fd.execute([x])
+    assert [g.dtype for g in got] == [e.dtype for e in expected]
+    near = np.abs(np.exp(x.astype(np.float64)) - np.rint(np.exp(x.astype(np.float64)))) < 1e-4  # float32's exp may round across
+    if build is a_mask_and_its_count:
+        mask, count = got
+        np.testing.assert_array_equal(mask[~near], expected[0][~near])
+        np.testing.assert_array_equal(count, mask.sum(axis=1))
+    else:
+        for g, want in zip(got, expected):
+            np.testing.assert_array_equal(g[~near], want[~near])

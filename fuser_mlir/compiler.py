@@ -180,7 +180,7 @@ def compile_fusion(
         report = [HazardResolution(*entry) for entry in resolutions(module.operation)]
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]
-        plan, segments = build_plan(describe_host(module, fusion.name), given_positions)
+        plan, segments = build_plan(describe_host(module, fusion.symbol), given_positions)
         image, image_error = None, f"the {device} backend makes no kernel image yet"
         if device == "cpu":
             program = compile_cpu(module)
@@ -193,7 +193,7 @@ def compile_fusion(
             program = compile_gpu(module, device=device_index(device), layouts=segment_layouts(plan, layouts))
             stages["gpu"] = program.kernel_ir
             kernels = dict(program.kernels)
-            image = program.image(fusion.name)
+            image = program.image(fusion.symbol)
     return CompiledFusion(
         name=fusion.name, device=device, plan=plan, segments=segments, stages=stages, program=program, kernels=kernels,
         hazard_report=report, image=image, image_error="" if image is not None else image_error,

@@ -308,6 +308,7 @@ class FusionExecutorCache:
 
             if hazard_policy not in POLICIES:
                 raise InputError(f"hazard_policy must be one of {', '.join(POLICIES)}, got {hazard_policy!r}")
+        fusion.check_finished("FusionExecutorCache")
         self.fusion = fusion
         self.device = None if device is None else parse_device(device)
         self.hazard_policy = hazard_policy

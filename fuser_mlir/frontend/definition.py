@@ -27,7 +27,9 @@ Pure Python: MLIR is imported only by ``build_module``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,6 +86,7 @@ class FusionDefinition:
         self.ops = Ops(self)
         self._active = False
         self._finished = False
+        self._failed = ""  # the exception that ended the with block, if one did
         self._values: list[Value] = []
         self._records: list[Record] = []
         self._producer: dict[int, int] = {}
@@ -101,6 +104,21 @@ class FusionDefinition:
     def __repr__(self) -> str:
         return f"FusionDefinition({self.name!r}: {len(self._inputs)} inputs, {len(self._records)} ops, {len(self._outputs)} outputs)"
 
+    def __getstate__(self) -> dict:
+        """A copy or pickle holds the definition, not the compiled kernels
+        (its first execute compiles, or finds them in the disk cache)."""
+        return {**self.__dict__, "_executor": None, "_analysis_cache": None}
+
+    @property
+    def symbol(self) -> str:
+        """The name as the IR's function and kernel names have it: every
+        character but ASCII letters, digits and ``_`` made ``_``, and ``f_``
+        before a leading digit. Kernel names must be plain identifiers (LLVM's
+        NVPTX backend aborts the process on a space; ``@`` is a symbol version
+        to the linker; NUL ends a C string)."""
+        symbol = re.sub(r"[^A-Za-z0-9_]", "_", self.name)
+        return f"f_{symbol}" if symbol[0].isdigit() else symbol
+
     # ======================================================================
     # the with block
     # ======================================================================
@@ -114,7 +132,23 @@ class FusionDefinition:
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._active = False
         self._finished = True
+        if exc_type is not None:
+            self._failed = f"{exc_type.__name__}: {exc}"
         return False
+
+    def check_finished(self, api: str) -> None:
+        """DefinitionError unless the ``with`` block has ended, without an
+        exception: what compiling or running the fusion needs (an executor
+        made earlier would keep the kernels of a part of it)."""
+        if self._active:
+            raise DefinitionError(f"{api} called inside the `with` block of {self.name!r}; run the fusion after the block ends")
+        if not self._finished:
+            raise DefinitionError(f"{api} called before the `with` block of {self.name!r}; define the fusion in `with fd:` first")
+        if self._failed:
+            raise DefinitionError(
+                f"{api}: the `with` block of {self.name!r} ended with {self._failed}, so the definition is incomplete; "
+                "define the fusion again in a new FusionDefinition"
+            )
 
     def _check_active(self, api: str) -> None:
         if self._active:
@@ -277,7 +311,8 @@ class FusionDefinition:
         for position, entry in enumerate(self._outputs):
             if entry.alias == index:
                 raise DefinitionError(f"{api}: input {index} already receives output {position}; an input buffer holds one output, so alias another input or add a plain output")
-        unify = self._alias_unifications(tensor, target, index, api)
+        with self._sizes_undone_on_error():
+            unify = self._alias_unifications(tensor, target, index, api)
         value = tensor if tensor.shape == target.shape else self._alias_typed(tensor, target, loc)
         for entry in self._outputs:
             if entry.source == tensor.id and entry.alias is None and entry.visible:
@@ -375,6 +410,20 @@ class FusionDefinition:
 
     def _class_static(self, extent: int) -> int | None:
         return self._uf_static.get(self._uf.find(extent))
+
+    @contextlib.contextmanager
+    def _sizes_undone_on_error(self):
+        """Undo the size bindings and new extents of an op that raises a
+        DefinitionError: it binds dim after dim, and a failed op must leave
+        nothing behind that a later valid op would conflict with."""
+        parent, static, extents = list(self._uf.parent), dict(self._uf_static), len(self._extents)
+        try:
+            yield
+        except DefinitionError:
+            self._uf.parent[:] = parent
+            self._uf_static = static
+            del self._extents[extents:]
+            raise
 
     def _unify(self, a: int, b: int) -> tuple[int, int] | None:
         """Make extents ``a`` and ``b`` one size; return their static sizes if those conflict."""
@@ -524,8 +573,7 @@ class FusionDefinition:
         """Run the fusion through a FusionExecutorCache kept on this definition
         (see :meth:`FusionExecutorCache.run`; ``cuda_graph=True`` replays the
         launches of a cache hit as one CUDA graph)."""
-        if self._active:
-            raise DefinitionError(f"fd.execute called inside the `with` block of {self.name!r}; run the fusion after the block ends")
+        self.check_finished("fd.execute")
         executor = self._executor
         if executor is None or executor.device is not None:  # none yet, or one compile(device=...) made
             executor = self._executor_cache()
@@ -535,12 +583,11 @@ class FusionDefinition:
         """The CompiledFusion these arguments run with (compiled on first use);
         inspect it with ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``.
         ``device`` defaults to where the inputs live."""
+        self.check_finished("fd.compile")
         compiled, _, _ = self._executor_cache(device).compiled_for(inputs, outputs)
         return compiled
 
     def _executor_cache(self, device: str | None = None):
-        if self._active:
-            raise DefinitionError(f"fd.compile called inside the `with` block of {self.name!r}; compile the fusion after the block ends")
         from fuser_mlir.executor import FusionExecutorCache, parse_device
 
         wanted = None if device is None else parse_device(device)

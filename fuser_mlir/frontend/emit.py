@@ -192,7 +192,7 @@ def _given_mask(fd: "FusionDefinition", given_outputs) -> tuple[bool, ...]:
 
 
 def build_module(fd: "FusionDefinition", context: ir.Context, given_outputs: Sequence[bool] | None = None) -> ir.Module:
-    """A module holding ``func.func @<fd.name>`` (see the module docstring)."""
+    """A module holding ``func.func @<fd.symbol>`` (see the module docstring)."""
     load_dialect(context)
     mask = _given_mask(fd, given_outputs)
     outputs = fd.outputs
@@ -204,7 +204,7 @@ def build_module(fd: "FusionDefinition", context: ir.Context, given_outputs: Seq
         result_types = [value_type(fd.value(o.tensor)) for o in visible]
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
-            function = func.FuncOp(fd.name, (arg_types, result_types))
+            function = func.FuncOp(fd.symbol, (arg_types, result_types))
         function.attributes["fuser.num_inputs"] = ir.IntegerAttr.get(_i64(), len(inputs))
         arg_locs = [location(v.loc) for v in inputs] + [location(fd._outputs[o.position].loc) for o in given]
         block = function.add_entry_block(arg_locs=arg_locs)

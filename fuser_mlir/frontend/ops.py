@@ -192,10 +192,11 @@ class Ops:
             return values, None, None, []
         rank = max(t.ndim for _, t in tensors)
         shape, dims, unify = [], [], []
-        for d in range(rank):
-            size, extent = self._broadcast_dim(tensors, rank, d, api, unify)
-            shape.append(size)
-            dims.append(extent)
+        with self._fd._sizes_undone_on_error():
+            for d in range(rank):
+                size, extent = self._broadcast_dim(tensors, rank, d, api, unify)
+                shape.append(size)
+                dims.append(extent)
         expanded = [self._expand_rank(v, rank, loc) if isinstance(v, Tensor) else v for v in values]
         return expanded, tuple(shape), tuple(dims), unify
 
@@ -336,6 +337,10 @@ class Ops:
         return self._broadcast_in_dim(value, shape, broadcast_dims, api, loc)
 
     def _broadcast_in_dim(self, value: Value, shape, broadcast_dims, api: str, loc: Loc) -> Tensor:
+        with self._fd._sizes_undone_on_error():
+            return self._bind_broadcast_in_dim(value, shape, broadcast_dims, api, loc)
+
+    def _bind_broadcast_in_dim(self, value: Value, shape, broadcast_dims, api: str, loc: Loc) -> Tensor:
         shape = _ints(shape, api, "shape")
         for d, s in enumerate(shape):
             if s == 0 or s < -1:

@@ -68,6 +68,9 @@ class FusionSignature:
     def size_classes(self) -> list[set[tuple[int, int]]]:
         return self._analysis.size_classes()
 
+    def check_finished(self, api: str) -> None:
+        """A signature is of a finished fusion (``FusionDefinition.check_finished``)."""
+
     def check_input_shapes(self, input_shapes: Sequence[Sequence[int] | None]) -> None:
         self._analysis.check(input_shapes)
 

@@ -1,12 +1,17 @@
 """Every DefinitionError the frontend raises: triggered, and its message checked."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from devices import subprocess_env
 
+from fuser_mlir import FusionExecutorCache
 from fuser_mlir.errors import DefinitionError, InputError
 from fuser_mlir.frontend import DataType, FusionDefinition
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def raises(message: str):
@@ -50,6 +55,91 @@ def test_execute_inside_the_block():
     with FusionDefinition() as fd:
         with raises("fd.execute called inside the `with` block of 'fusion'; run the fusion after the block ends"):
             fd.execute([])
+
+
+def test_an_executor_runs_a_fusion_only_after_its_block_ended_normally():
+    """A FusionExecutorCache made inside the block ran the part defined so
+    far, and kept those kernels after more outputs (an in-place one too) were
+    added: the input was silently not updated."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1], dtype=DataType.Float)
+        with raises("FusionExecutorCache called inside the `with` block of 'fusion'; run the fusion after the block ends"):
+            FusionExecutorCache(fd)
+        fd.add_output(x * 2.0, x)
+    with raises("FusionExecutorCache called before the `with` block of 'g'; define the fusion in `with fd:` first"):
+        FusionExecutorCache(FusionDefinition("g"))
+    with raises("fd.execute called before the `with` block of 'g'"):
+        FusionDefinition("g").execute([np.zeros(3)])
+    data = np.arange(4, dtype=np.float32)
+    FusionExecutorCache(fd).run([data])
+    np.testing.assert_array_equal(data, [0, 2, 4, 6])
+
+
+def test_a_block_that_raised_leaves_a_definition_that_refuses_to_run():
+    fd = FusionDefinition("partial")
+    with pytest.raises(KeyError):
+        with fd:
+            x = fd.define_tensor([-1], dtype=DataType.Float)
+            fd.add_output(x + 1.0)
+            raise KeyError("a bug before the second output")
+    message = "the `with` block of 'partial' ended with KeyError: 'a bug before the second output', so the definition is incomplete"
+    for run in (lambda: fd.execute([np.zeros(3, np.float32)]), lambda: fd.compile([np.zeros(3, np.float32)]), lambda: FusionExecutorCache(fd)):
+        with raises(message):
+            run()
+
+
+def test_a_failed_op_binds_no_sizes():
+    """broadcast_in_dim bound dim after dim: a call that failed at its second
+    dim left the first bound, and a later valid call conflicted with it."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        square = x + fd.ops.permute(x, [1, 0])  # both dims one size
+        with raises("fd.ops.broadcast_in_dim: shape[1] is 5, but operand dim 1 is bound to size 4"):
+            fd.ops.broadcast_in_dim(square, [4, 5], [0, 1])
+        other = fd.define_tensor([3, 7], dtype=DataType.Float)
+        with raises("fd.add_output: the output has shape [-1, -1], but alias input 1 has shape [3, 7]; dim 1 is bound"):
+            fd.add_output(square, other)  # binds dim 0 to 3, then fails at dim 1
+        fd.add_output(fd.ops.broadcast_in_dim(square, [5, 5], [0, 1]))
+    a = np.arange(25, dtype=np.float32).reshape(5, 5)
+    (out,) = fd.execute([a, np.zeros((3, 7), np.float32)])
+    np.testing.assert_array_equal(out, a + a.T)
+
+
+def test_a_copy_or_pickle_of_a_definition_that_ran_runs_too():
+    import copy
+    import pickle
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x))
+    data = np.linspace(-1, 1, 5, dtype=np.float32)
+    fd.execute([data])  # its executor holds locks and compiled code, which neither copies
+    for other in (copy.deepcopy(fd), pickle.loads(pickle.dumps(fd))):
+        (out,) = other.execute([data])
+        np.testing.assert_allclose(out, np.exp(data.astype(np.float64)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["layer-norm v2", "model@v2", "a\x00b", "2d", "x/y"])
+def test_any_name_compiles_to_plain_symbols(name):
+    """A space in the name aborted the process in LLVM's NVPTX backend, '@'
+    failed the CPU link (a symbol version), NUL aborted it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import numpy as np
+from fuser_mlir import DataType, FusionDefinition
+from fuser_mlir.compiler import compile_fusion
+with FusionDefinition({name!r}) as fd:
+    x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+    fd.add_output(fd.ops.exp(x) + 1.0)
+compiled = compile_fusion(fd, device="cuda:0")  # PTX, without a GPU (and ptxas checks it where it is installed)
+assert all(k.startswith(fd.symbol + "_seg") for k in compiled.kernels), list(compiled.kernels)
+(out,) = fd.execute([np.zeros((2, 3), np.float32)])
+assert np.allclose(out, 2.0) and fd.compile([np.zeros((2, 3), np.float32)]).name == {name!r}
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(ROOT, FUSER_CACHE="0"))
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_a_fusion_without_outputs_is_rejected_before_compiling():

@@ -722,3 +722,55 @@ def test_a_cuda_artifact_exports_and_inspects_anywhere_and_loads_only_with_cuda(
     loaded = fuser_mlir.load(path)
     (out,) = loaded.run([to_device(example, "cuda")])
     np.testing.assert_allclose(to_host(out), np.exp(example.astype(np.float64)) * 2.0, rtol=1e-5)
+
+
+def _in_place_reshape_and_scalar() -> tuple[FusionDefinition, list]:
+    with FusionDefinition("odd") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Double)
+        t = fd.ops.sum(x, dims=[1], keepdim=True)
+        fd.add_output(x - t * s, x)
+        fd.add_output(t)
+        fd.add_output(fd.ops.reshape(x * 2.0, [-1]))
+    return fd, [np.zeros((8, 32), np.float32), 0.5]
+
+
+def _bool_int_and_half() -> tuple[FusionDefinition, list]:
+    with FusionDefinition("kinds") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Half)
+        mask = fd.ops.exp(x) > 2.0
+        fd.add_output(mask)
+        fd.add_output(fd.ops.sum(mask, dims=[1]))
+        fd.add_output(fd.ops.cast(x, DataType.Int32))
+    return fd, [np.zeros((8, 32), np.float16)]
+
+
+@pytest.mark.parametrize("build", [lambda: (softmax_fusion(), softmax_args()), _in_place_reshape_and_scalar, _bool_int_and_half],
+                         ids=["softmax", "in_place_reshape_scalar", "bool_int_half"])
+def test_a_cuda_artifact_passes_the_manifest_checks(build, tmp_path, monkeypatch):
+    """What a GPU host checks as it loads a CUDA artifact, on a host without
+    one: the fields, the key against the signature, and the plan against the
+    kernels, made from the image spec as runtime.cuda.load_kernels makes them
+    (every check but the driver's). A false refusal would discard every CUDA
+    disk-cache entry and refuse every CUDA artifact."""
+    import types
+
+    from fuser_mlir.compiler import compile_fusion
+    from fuser_mlir.executor import tensor_signature
+    from fuser_mlir.runtime.cpu import ArgKind
+    from fuser_mlir.runtime.plan import LaunchPlan
+    from fuser_mlir.runtime.signature import FusionSignature
+
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    fd, args = build()
+    compiled = compile_fusion(fd, device="cuda:0", layouts={"input": [None if np.isscalar(a) else (True, 16) for a in args], "given": {}})
+    compiled.key = ("cuda:0", tuple(type(a).__name__ if np.isscalar(a) else tensor_signature(a) for a in args), ())
+    path = compiled.export(tmp_path / "cuda.fsn")
+    manifest, _ = read_artifact(path)
+    plan = LaunchPlan.from_json(json.dumps(manifest["plan"]))
+    signature = FusionSignature.from_json(manifest["signature"])
+    artifact._key_from_json(manifest["executor_key"], signature)
+    segments = manifest["image"]["segments"]
+    kernels = {name: types.SimpleNamespace(arg_kinds=[ArgKind(dtype, rank) for dtype, rank in s["args"]]) for name, s in segments.items()}
+    artifact.check_fit(plan, signature, kernels)
+    assert manifest["backend"] == "cuda" and {step.kernel for step in plan.steps} <= set(kernels)

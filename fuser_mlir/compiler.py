@@ -39,10 +39,10 @@ from fuser_mlir.errors import CompileError, DefinitionError, PipelineError
 from fuser_mlir.lowering.cpu import compile_cpu
 from fuser_mlir.passes.resolve_alias_hazards import resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
-from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, execute_on_cpu
+from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT
 from fuser_mlir.runtime.image import KernelImage
 from fuser_mlir.runtime.signature import FusionSignature
-from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment, Step
+from fuser_mlir.runtime.plan import Buffer, HazardResolution, Inspectable, LaunchPlan, MemoryStats, Runnable, Segment, Step, execute_on_cpu
 
 STAGES = ("fuser", "segmented", "outlined", "cpu", "gpu")
 

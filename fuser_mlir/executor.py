@@ -185,13 +185,14 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
 
 
 def _contiguous_copy(order: tuple[int, ...], device: str) -> str:
-    """How to make a copy of an array dense in stride ``order`` (innermost dim first)."""
+    """How to make a dense copy of an array in stride ``order`` (``order[d]``
+    ranks dim ``d``'s stride, 0 the smallest)."""
     rank = len(order)
     if order == tuple(range(rank - 1, -1, -1)):
         return "numpy.ascontiguousarray(x)" if device == "cpu" else "x.contiguous()"
     if order == tuple(range(rank)) and device == "cpu":
         return "numpy.asfortranarray(x)"
-    return f"a copy laid out in that order (innermost dim first)"
+    return "a dense copy whose dims' strides rank as that stride order gives (0: the smallest stride)"
 
 
 def _check_scalar(spec, index: int, value: object) -> object:
@@ -448,6 +449,9 @@ class FusionExecutorCache:
         torch_outputs = any(_is_torch(v) for v in inputs)
         self._hits.remember(inputs, outputs, compiled, given, torch_outputs)
         if compiled.device == "cpu":
+            from fuser_mlir.runtime.cpu import cpu_threads
+
+            cpu_threads(during_a_call=False)  # a bad FUSER_CPU_THREADS warns here, before anything is written
             return compiled.launch(args, given, memory=self.memory)
         views = compiled.launch(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]

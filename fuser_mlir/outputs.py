@@ -83,6 +83,8 @@ def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
     if array is None:
         kind = "a NumPy array" if device == "cpu" else "a CUDA array"
         raise InputError(f"output {index} must be {kind} or None, got {type(buf).__module__}.{type(buf).__qualname__}")
+    if isinstance(array, np.ma.MaskedArray):
+        raise InputError(f"output {index} is a numpy.ma.MaskedArray, whose mask the fusion would keep as it writes every element; pass its .data")
     buf = array
     expected = tuple(fusion.output_shape(spec.position, shapes))
     if tuple(buf.shape) != expected:
@@ -144,10 +146,16 @@ def _extent(geometry) -> tuple[int, int]:
 
 
 def same_memory(a, b) -> bool:
-    """Whether two arrays are views of exactly the same elements."""
+    """Whether two arrays are views of exactly the same elements, in the same
+    layout (the stride of a dim of one element is no part of it)."""
     if isinstance(a, (int, float, bool)) or isinstance(b, (int, float, bool)):
         return False
-    return _geometry(a) == _geometry(b) and str(a.dtype) == str(b.dtype)
+    return _layout(a) == _layout(b) and str(a.dtype) == str(b.dtype)
+
+
+def _layout(array) -> tuple:
+    pointer, shape, strides, itemsize = _geometry(array)
+    return pointer, tuple(shape), tuple(0 if size == 1 else stride for size, stride in zip(shape, strides)), itemsize
 
 
 def _span(array) -> tuple[int, int]:

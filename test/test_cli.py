@@ -188,7 +188,7 @@ def test_compile_and_inspect_report_errors(tmp_path, capsys):
     by_name = tmp_path / "by_name.py"
     by_name.write_text(SOFTMAX_SCRIPT + "\nfd2 = fd\nexample_inputs = {'fd': example_inputs}\n")
     assert main(["compile", str(by_name), "--fusion", "fd2", "--export", str(tmp_path / "b.fsn")]) == 2
-    assert "example_inputs is a dict by fusion name, but has no entry for 'fd2' (it has 'fd'); add one" in capsys.readouterr().err
+    assert "example_inputs is a dict by the fusion's variable name, but has no entry for 'fd2' (it has 'fd'); add one" in capsys.readouterr().err
     assert not (tmp_path / "b.fsn").exists()
     assert main(["compile", str(by_name), "--fusion", "fd", "--export", str(tmp_path / "b.fsn")]) == 0
     bad = tmp_path / "bad.fsn"

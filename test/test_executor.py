@@ -112,6 +112,14 @@ def test_declared_contiguity_is_checked():
     x = np.asfortranarray(rand(6, 8))
     (out,) = fd.execute([x])
     np.testing.assert_array_equal(out, -x)
+    with FusionDefinition() as fd:  # stride_order[d] ranks dim d's stride: [1, 2, 0] is dims (2, 0, 1) innermost first
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], stride_order=[1, 2, 0], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(x))
+    with pytest.raises(InputError, match=r"in stride order \[1, 2, 0\]; pass a dense copy whose dims' strides rank as that stride order gives"):
+        fd.execute([rand(2, 3, 4)])
+    x = np.transpose(rand(3, 2, 4), (1, 0, 2))  # dim 1 slowest, then dim 0, then dim 2: strides rank 1, 2, 0
+    (out,) = fd.execute([x])
+    np.testing.assert_array_equal(out, -x)
 
 
 @pytest.mark.parametrize(
@@ -524,6 +532,7 @@ def test_casts_of_constants_fold_to_what_the_same_casts_of_run_time_scalars_give
         fd.add_output(i + cast(-2.7, DataType.Int))
         fd.add_output(i + cast(fd.define_scalar(2**40 + 5), DataType.Int32))  # wraps, as torch's .to(torch.int32)
         fd.add_output(x + fd.define_scalar(0.1, dtype=DataType.Float))
+        fd.add_output(x + fd.define_scalar(-(10**400), dtype=DataType.Double))  # past every float: -inf (it raised OverflowError)
     xs, ints = RNG.standard_normal(6), RNG.integers(-9, 9, 6)
     outs = [to_host(o) for o in fd.execute([to_device(xs, device), to_device(ints, device), 0.1])]
     rounded = [float(np.float32(0.1)), float(np.float16(0.1)), float(ml_dtypes.bfloat16(0.1))]
@@ -537,6 +546,7 @@ def test_casts_of_constants_fold_to_what_the_same_casts_of_run_time_scalars_give
     np.testing.assert_array_equal(outs[9], ints - 2)
     np.testing.assert_array_equal(outs[10], ints + 5)
     np.testing.assert_array_equal(outs[11], xs + float(np.float32(0.1)))
+    assert (outs[12] == -np.inf).all()
 
 
 def test_a_masked_array_input_is_an_input_error():
@@ -549,3 +559,7 @@ def test_a_masked_array_input_is_an_input_error():
         fd.execute([masked])
     (total,) = fd.execute([masked.filled(0)])
     assert total == 3.0
+    out = np.ma.array(np.full((), np.nan, np.float32), mask=True)
+    with pytest.raises(InputError, match=r"output 0 is a numpy.ma.MaskedArray, whose mask the fusion would keep .*; pass its .data"):
+        fd.execute([masked.filled(0)], outputs=[out])
+    assert np.isnan(out.data)

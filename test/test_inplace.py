@@ -252,3 +252,20 @@ def test_a_visible_in_place_output_given_a_view_of_its_input_is_an_input_error(d
     _, plus_one = fd.execute([memory[:4]], outputs=[memory[:4], None])  # the input itself: fine
     np.testing.assert_allclose(to_host(memory[:4]), x0.astype(np.float64) * 2.0, rtol=1e-6)
     np.testing.assert_allclose(to_host(plus_one), x0.astype(np.float64) + 1.0, rtol=1e-6)
+
+
+def test_the_input_itself_with_another_stride_on_a_size_1_dim_is_the_input_itself(device):
+    # x[:, None] (stride 0 there) given back as x.reshape(4, 1) (stride 8): the same elements in the same
+    # layout, refused after the rule above until the stride of a dim of one element stopped counting.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 1], dtype=DataType.Double)
+        t = fd.ops.exp(x)
+        fd.add_output(t, x)
+        fd.add_output(t)
+    v = RNG.standard_normal(4)
+    v0 = v.copy()
+    memory = to_device(v, device)
+    column, same = memory[:, None], memory.reshape(4, 1)
+    (out,) = fd.execute([column], outputs=[same])
+    np.testing.assert_allclose(to_host(memory), np.exp(v0), rtol=1e-12)
+    np.testing.assert_allclose(to_host(out), np.exp(v0)[:, None], rtol=1e-12)

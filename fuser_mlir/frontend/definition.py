@@ -603,7 +603,7 @@ def _round_float(value, dtype: DataType) -> float:
     try:
         wide = float(value)
     except OverflowError:  # an int beyond every float type's range
-        wide = math.copysign(math.inf, value)
+        wide = math.inf if value > 0 else -math.inf
     with np.errstate(over="ignore"):
         return float(np.asarray(wide, np.float64).astype(dtype.numpy))
 

@@ -391,7 +391,7 @@ class Ops:
         """Insert a broadcast dim (size 1) wherever ``is_broadcast_dim`` is True."""
         api, loc = self._begin("broadcast")
         t = self._tensor(arg, api)
-        if isinstance(is_broadcast_dim, (str, bytes)) or not isinstance(is_broadcast_dim, Sequence):
+        if isinstance(is_broadcast_dim, (str, bytes)) or not hasattr(is_broadcast_dim, "__iter__"):
             raise DefinitionError(f"{api}: is_broadcast_dim must be a list of bools, one per result dim, got {is_broadcast_dim!r}")
         flags = [bool(b) for b in is_broadcast_dim]
         kept = [d for d, b in enumerate(flags) if not b]

@@ -69,6 +69,7 @@ from fuser_mlir.runtime.plan import (
     check_count,
     check_record,
     check_type,
+    execute_on_cpu,
     malformed,
 )
 from fuser_mlir.runtime.signature import FusionSignature
@@ -484,7 +485,7 @@ class LoadedFusion(Inspectable, Runnable):
         self.kernels = kernels
         key = _key_from_json(manifest["executor_key"], self.signature)
         self.key = (device, *key[1:])
-        check_fit(self.plan, self.signature, kernels)
+        check_fit(self.plan, self.signature, kernels, {index for index, _ in key[2]})
 
     @classmethod
     def from_manifest(cls, manifest: dict, files: dict[str, bytes], *, device: str | None = None, where: str = "") -> "LoadedFusion":
@@ -511,8 +512,6 @@ class LoadedFusion(Inspectable, Runnable):
         """Run on validated arguments, as CompiledFusion.launch (``options``
         go to the CUDA runtime's execute_plan unchanged)."""
         if self.device == "cpu":
-            from fuser_mlir.runtime.cpu import execute_on_cpu
-
             return execute_on_cpu(self.plan, self.kernels, args, given, memory)
         from fuser_mlir.runtime import cuda
 
@@ -565,12 +564,14 @@ def _tensor_entry(entry, dtype: str | None = None, rank: int | None = None) -> b
     return dtype in (None, entry[0]) and rank in (None, entry[1])
 
 
-def check_fit(plan: LaunchPlan, signature: FusionSignature, kernels: dict) -> None:
+def check_fit(plan: LaunchPlan, signature: FusionSignature, kernels: dict, given: set[int] | None = None) -> None:
     """Check that a loaded plan fits the signature and the kernels, which
     their readers check each alone: its inputs and visible outputs are the
-    signature's (count and dtype), each step calls a kernel of the image
-    with arguments of the kinds it takes, and the only inputs it writes are
-    those the signature updates in place (which a call checks are writable)."""
+    signature's (count, dtype and rank), its given-output buffers are the
+    outputs the executor key has given (``given``, where known), each step
+    calls a kernel of the image with arguments of the kinds it takes (dtype
+    and rank), and the only inputs it writes are those the signature updates
+    in place (which a call checks are writable)."""
     inputs = signature.inputs
     if plan.num_inputs != len(inputs):
         raise malformed("plan.num_inputs", plan.num_inputs, f"but the signature has {len(inputs)} inputs")
@@ -578,16 +579,33 @@ def check_fit(plan: LaunchPlan, signature: FusionSignature, kernels: dict) -> No
     if len(plan.outputs) != len(visible):
         raise malformed("plan.outputs", plan.outputs, f"not one buffer per visible output of the signature ({len(visible)})")
     for k, (buffer_id, spec) in enumerate(zip(plan.outputs, visible)):
-        _check_dtype(plan.buffer(buffer_id), spec.dtype, f"visible output {k}")
+        b = plan.buffer(buffer_id)
+        _check_dtype(b, spec.dtype, f"visible output {k}")
+        if b.kind == "given" and b.index != k:
+            raise malformed(f"plan.buffers[{b.id}].index", b.index, f"but the buffer is visible output {k}")
+        if b.kind != "given":  # (a given buffer's shape is the caller's, checked by every call)
+            _check_rank(b, len(spec.shape), f"visible output {k}")
+    for k in sorted(given or ()):
+        if k >= len(plan.outputs) or plan.buffer(plan.outputs[k]).kind != "given":
+            raise malformed("executor_key[2]", sorted(given), f"but the plan does not take output {k} from the caller")
     for b in plan.buffers:
+        if b.kind == "given" and (given is not None and b.index not in given or plan.outputs[b.index] != b.id):
+            raise malformed(f"plan.buffers[{b.id}].index", b.index, "not an output the executor key has given")
         if b.kind != "input":
             continue
         if inputs[b.index].kind != "tensor":
             raise malformed(f"plan.buffers[{b.id}].index", b.index, f"but input {b.index} is a scalar")
         _check_dtype(b, inputs[b.index].dtype, f"input {b.index}")
+        _check_rank(b, len(inputs[b.index].shape), f"input {b.index}")
     updated = {o.alias_input for o in signature.outputs if o.alias_input is not None}
+    ranks = [len(visible[b.index].shape) if b.kind == "given" else len(b.shape) for b in plan.buffers]
     for i, step in enumerate(plan.steps):
-        _check_step(plan, i, kernels, inputs, updated)
+        _check_step(plan, i, kernels, inputs, updated, ranks)
+
+
+def _check_rank(buffer, rank: int, what: str) -> None:
+    if len(buffer.shape) != rank:
+        raise malformed(f"plan.buffers[{buffer.id}].shape", buffer.shape, f"of rank {len(buffer.shape)}, but {what} has rank {rank}")
 
 
 def _check_dtype(buffer, dtype, what: str) -> None:
@@ -596,7 +614,7 @@ def _check_dtype(buffer, dtype, what: str) -> None:
         raise malformed(f"plan.buffers[{buffer.id}].dtype", buffer.dtype, f"but {what} is {expected}")
 
 
-def _check_step(plan: LaunchPlan, index: int, kernels: dict, inputs: list, updated: set[int]) -> None:
+def _check_step(plan: LaunchPlan, index: int, kernels: dict, inputs: list, updated: set[int], ranks: list[int]) -> None:
     """Check step ``index``: its kernel, its arguments' kinds, the inputs it writes."""
     step, field = plan.steps[index], f"plan.steps[{index}]"
     kernel = kernels.get(step.kernel)
@@ -618,9 +636,9 @@ def _check_step(plan: LaunchPlan, index: int, kernels: dict, inputs: list, updat
         takes = f"{kind.dtype} tensor of rank {kind.rank}" if kind.is_tensor else f"{kind.dtype} scalar"
         if what == "scalar" and (kind.is_tensor or inputs[value].kind != "scalar"):
             raise malformed(f"{field}.args[{j}]", [what, value], f"but kernel {step.kernel} takes a {takes} there")
-        if what == "buffer" and (not kind.is_tensor or plan.buffer(value).dtype != kind.dtype):
+        if what == "buffer" and (not kind.is_tensor or plan.buffer(value).dtype != kind.dtype or ranks[value] != kind.rank):
             dtype = plan.buffer(value).dtype
-            raise malformed(f"{field}.args[{j}]", [what, value], f"a {dtype} buffer, but kernel {step.kernel} takes a {takes} there")
+            raise malformed(f"{field}.args[{j}]", [what, value], f"a {dtype} buffer of rank {ranks[value]}, but kernel {step.kernel} takes a {takes} there")
 
 
 def _image_files(manifest: dict) -> list[str]:

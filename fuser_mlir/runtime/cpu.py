@@ -65,12 +65,14 @@ import platform
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from fuser_mlir import config
+from fuser_mlir.errors import ConfigWarning
 
 #: The start of a segment's entry point in a CPU image: the packed wrapper the engine generates (see :func:`image_spec`).
 ENTRY_PREFIX = "_mlir__mlir_ciface_"
@@ -327,7 +329,7 @@ class CpuKernel:
         the cut arguments agree on that length; else one a
         :data:`BLOCK_BYTES` of them, at most ``FUSER_CPU_THREADS``
         (:func:`fuser_mlir.config.cpu_threads`) and at most one a row."""
-        threads = _threads()
+        threads = cpu_threads()
         cut = self._cut
         length = _agreed_length(args, cut)
         if length < threads and self._inner_cut:
@@ -422,38 +424,43 @@ def check_split(split, kinds: Sequence[ArgKind], name: str = "") -> tuple[int | 
     return split
 
 
-_THREADS: tuple[str | None, int] | None = None  # (FUSER_CPU_THREADS as last read, the threads it gives)
+_THREADS: tuple[str, int] | None = None  # (FUSER_CPU_THREADS as set, the threads it gives)
+_UNSAID: str | None = None  # a bad FUSER_CPU_THREADS met in the middle of a call, warned of when the call ends
 
 
-def _threads() -> int:
-    """``FUSER_CPU_THREADS``, parsed once per value; a value it cannot take
-    warns (ConfigWarning) and runs on one thread. :func:`execute_on_cpu`
-    reads it before a call's first segment, so the warning (an error under
-    ``-W error``) comes before anything is written, never between segments."""
-    global _THREADS
+def cpu_threads(*, during_a_call: bool = True) -> int:
+    """``FUSER_CPU_THREADS`` (:func:`fuser_mlir.config.cpu_threads`), parsed
+    once per value set; a value it cannot take gives one thread and a
+    ConfigWarning. The executor reads it before it runs a call it had to
+    look up (``during_a_call=False``: the warning, an error under ``-W
+    error``, comes before anything is written). A value changed since, met
+    by a kernel in the middle of a call, is warned of when the call ends
+    (:func:`fuser_mlir.runtime.plan.execute_on_cpu`): never between two segments."""
+    global _THREADS, _UNSAID
     raw = config.raw("FUSER_CPU_THREADS")
+    if raw is None:
+        return config.cpu_threads()  # the CPUs the process may use, as they are now
     if _THREADS is not None and _THREADS[0] == raw:
         return _THREADS[1]
-
     try:
         threads = config.cpu_threads()
     except ValueError as err:
-        import warnings
-
-        from fuser_mlir.errors import ConfigWarning
-
-        warnings.warn(f"{err}; running CPU kernels on one thread", ConfigWarning, stacklevel=3)
+        message = f"{err}; running CPU kernels on one thread"
+        if during_a_call:
+            _UNSAID = message
+        else:
+            warnings.warn(message, ConfigWarning, stacklevel=3)
         threads = 1
     _THREADS = (raw, threads)
     return threads
 
 
-def execute_on_cpu(plan, kernels: dict, args: Sequence[object], given: dict, memory) -> list:
-    """Run a CPU plan on validated arguments (new buffers from NumPy)."""
-    from fuser_mlir.runtime.plan import execute
-
-    _threads()
-    return execute(plan, kernels, args, given, lambda shape, dtype: np.empty(shape, numpy_dtype(dtype)), memory, reuse=True)
+def say_unsaid() -> None:
+    """Warn of a bad ``FUSER_CPU_THREADS`` that a call met (:func:`cpu_threads`)."""
+    global _UNSAID
+    message, _UNSAID = _UNSAID, None
+    if message is not None:
+        warnings.warn(message, ConfigWarning, stacklevel=3)
 
 
 _POOL: tuple[int, int, object] | None = None  # (pid, workers, ThreadPoolExecutor)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fuser_mlir.errors import ArtifactError
+from fuser_mlir.runtime import cpu
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, numpy_dtype
 from fuser_mlir.runtime.launch import compile_formula, describe, evaluate
 
@@ -345,6 +346,21 @@ class MemoryStats:
 
 
 Allocator = Callable[[tuple[int, ...], str], object]
+
+
+def execute_on_cpu(plan: LaunchPlan, kernels: dict[str, Callable], inputs: Sequence[object], given: dict[int, object],
+                   stats: MemoryStats | None) -> list[object]:
+    """:func:`execute` on the CPU: new buffers from NumPy, intermediates kept
+    (``reuse``); a bad ``FUSER_CPU_THREADS`` that a kernel met is warned of
+    once the call has run (see :func:`fuser_mlir.runtime.cpu.cpu_threads`)."""
+    results = execute(plan, kernels, inputs, given, _numpy_buffer, stats, reuse=True)
+    if cpu._UNSAID is not None:
+        cpu.say_unsaid()
+    return results
+
+
+def _numpy_buffer(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    return np.empty(shape, numpy_dtype(dtype))
 
 
 def execute(

@@ -158,7 +158,7 @@ def compile_script(args) -> int:
     by_name = namespace.get("example_inputs")
     if isinstance(by_name, dict) and name not in by_name:
         keys = ", ".join(repr(k) for k in by_name) or "none"
-        return _error(f"{path}: example_inputs is a dict by fusion name, but has no entry for {name!r} (it has {keys}); add one")
+        return _error(f"{path}: example_inputs is a dict by the fusion's variable name, but has no entry for {name!r} (it has {keys}); add one")
     inputs = _example(namespace, "example_inputs", name)
     if not isinstance(inputs, (list, tuple)):
         return _error(f"{path} must define example_inputs (a list of arguments for {name!r}, or a function returning one)")

@@ -253,6 +253,7 @@ def test_bad_scalars():
             fd.ops.cast(fd.define_scalar(3e9), DataType.Int32)
         with raises("fd.ops.broadcast: is_broadcast_dim must be a list of bools, one per result dim, got 3"):
             fd.ops.broadcast(t, 3)
+        assert fd.ops.broadcast(t, np.array([True, False])).shape == (1, -1)  # a NumPy array of bools is a list of them
         with raises("broadcast_dims [0, 1] must be increasing and within the result rank 1 (shape [5])"):
             fd.ops.broadcast_in_dim(fd.define_tensor([-1, -1]), 5, [0, 1])
 

@@ -113,6 +113,24 @@ def test_aliases_and_preallocated_outputs_through_a_loaded_artifact(tmp_path):
     np.testing.assert_allclose(doubled, expected[2], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["plan"]["buffers"][m["plan"]["outputs"][0]].update(kind="output", shape=[["dim", 0, 0], ["const", 1]]),
+     r"executor_key\[2\] is \[0\], but the plan does not take output 0 from the caller"),
+    (lambda m: m["plan"]["buffers"][m["plan"]["outputs"][0]].update(index=1), r"plan.buffers\[\d+\].index is 1, but the buffer is visible output 0"),
+], ids=["given-kind-changed", "given-index-changed"])
+def test_a_plan_whose_given_outputs_are_not_the_keys_is_refused(tmp_path, edit, message):
+    # Loaded without a digest (an older artifact's manifest), each ran: a ValueError or KeyError on every call.
+    fd = alias_fusion()
+    fd.compile([rand(4, 6)], outputs=[np.empty((4, 1), np.float32), None]).export(tmp_path / "alias")
+
+    def unsealed(manifest):
+        edit(manifest)
+        manifest.pop(DIGEST)
+
+    edit_manifest(tmp_path / "alias", unsealed, seal=False)
+    expect_failure(tmp_path / "alias", message)
+
+
 def test_a_loaded_artifact_validates_exactly_like_a_fresh_fusion(exported):
     fd, path = exported
     loaded = fuser_mlir.load(path)
@@ -553,8 +571,13 @@ MANIFEST_EDITS = [
     pytest.param(lambda m: output_buffer(m).update(dtype="float64"), r'plan.buffers\[\d+\].dtype is "float64", but visible output 0 is float32',
                  id="output-buffer-dtype-changed"),
     pytest.param(lambda m: first_kernel(m)["args"][0].__setitem__(0, "float64"),
-                 r"plan.steps\[0\].args\[0\] is \[\"buffer\", 0\], a float32 buffer, but kernel \w+ takes a float64 tensor of rank 2 there",
+                 r"plan.steps\[0\].args\[0\] is \[\"buffer\", 0\], a float32 buffer of rank 2, but kernel \w+ takes a float64 tensor of rank 2 there",
                  id="kernel-argument-dtype-changed"),
+    pytest.param(lambda m: output_buffer(m)["shape"].append(["const", 2]),
+                 r"plan.buffers\[\d+\].shape is .*, of rank 3, but visible output 0 has rank 2", id="output-buffer-rank-changed"),
+    pytest.param(lambda m: first_kernel(m)["args"][0].__setitem__(1, 3),
+                 r"plan.steps\[0\].args\[0\] is \[\"buffer\", 0\], a float32 buffer of rank 2, but kernel \w+ takes a float32 tensor of rank 3",
+                 id="kernel-argument-rank-changed"),
     pytest.param(lambda m: first_kernel(m).update(symbol=last_kernel(m)["symbol"]),
                  r'image.kernels.(\w+).symbol is "_mlir__mlir_ciface_\w+", not the entry point of segment \1', id="symbol-of-another-segment"),
     pytest.param(lambda m: m.update(hazard_policy="nonsense"), r'hazard_policy is "nonsense", not one of auto, reorder, copy, reject', id="hazard-policy-unknown"),

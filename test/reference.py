@@ -7,7 +7,8 @@ float64 whatever their declared dtype (Half, BFloat16 and Float inputs are
 widened; casts between float types keep float64), integers and Bools exactly
 in their own dtype. Semantics are PyTorch's, as ``dialect/README.md`` states
 them: true division, ``fmod`` truncates, ``remainder`` takes the divisor's
-sign, ``round`` is half to even, ``sign(0) = 0``, NaN propagates through
+sign, ``round`` is half to even, ``sign(0) = sign(NaN) = 0``, ``lerp`` is
+two-sided (exact at both ends), NaN propagates through
 ``maximum``/``minimum``/``max``/``min``, float to int truncates toward zero.
 
 SSA semantics: inputs are copied on entry and never written, so an aliased
@@ -69,7 +70,7 @@ def _pow(a, b):
 def _sign(x):
     x = np.asarray(x)
     if x.dtype.kind == "f":
-        return np.sign(x)
+        return np.nan_to_num(np.sign(x), nan=0.0)  # PyTorch's sign(NaN) is 0 (pytorch/pytorch#41245)
     return ((x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)).astype(x.dtype)
 
 
@@ -133,7 +134,7 @@ POINTWISE = {
     "bitwise_xor": np.bitwise_xor,
     "where": np.where,
     "clamp": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
-    "lerp": lambda a, b, w: a + w * (b - a),
+    "lerp": lambda a, b, w: np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w)),  # PyTorch's, exact at both ends
 }
 
 REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}

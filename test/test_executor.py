@@ -563,3 +563,24 @@ def test_a_masked_array_input_is_an_input_error():
     with pytest.raises(InputError, match=r"output 0 is a numpy.ma.MaskedArray, whose mask the fusion would keep .*; pass its .data"):
         fd.execute([masked.filled(0)], outputs=[out])
     assert np.isnan(out.data)
+
+
+def test_lerp_at_infinite_ends_and_sign_of_nan_are_pytorchs_in_the_kernels_and_the_reference(device):
+    """The kernels compute PyTorch's two-sided lerp and sign(NaN) = 0; the
+    reference had a + w*(b-a) and NumPy's sign(NaN) = NaN, so random tests
+    that met inf or NaN there flagged correct results."""
+    from reference import evaluate
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Double)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Double)
+        fd.add_output(fd.ops.lerp(a, b, 0.5))
+        fd.add_output(fd.ops.lerp(a, b, 0.25))
+        fd.add_output(fd.ops.sign(a - b))
+    ins = [np.array([1.0, 1.0, np.inf, 2.0, np.nan]), np.array([-np.inf, np.inf, 2.0, 6.0, 1.0])]
+    expected = [np.array([np.nan, np.nan, np.inf, 4.0, np.nan]), np.array([-np.inf, np.inf, np.nan, 3.0, np.nan]),
+                np.array([1.0, -1.0, 1.0, -1.0, 0.0])]
+    got = [to_host(o) for o in fd.execute([to_device(x, device) for x in ins])]
+    for g, r, e in zip(got, evaluate(fd, ins), expected):
+        np.testing.assert_array_equal(g, e)
+        np.testing.assert_array_equal(r, e)

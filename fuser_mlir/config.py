@@ -16,7 +16,7 @@ from pathlib import Path
 
 def raw(name: str) -> str | None:
     """The text of a knob as set, unparsed: to notice that it changed before
-    parsing it again (see ``fuser_mlir.runtime.cpu._threads``)."""
+    parsing it again (see ``fuser_mlir.runtime.cpu.cpu_threads``)."""
     return os.environ.get(name)
 
 

@@ -210,12 +210,11 @@ def _check_scalar(spec, index: int, value: object) -> object:
         return bool(number)
     if not isinstance(number, (int, np.integer, np.bool_)) and not float(number).is_integer():
         raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but got {value!r}; pass an int")
-    value = number
     low, high = spec.dtype.int_range
-    if not low <= int(value) <= high:
-        shown = reprlib.repr(int(value)) if isinstance(value, (int, np.integer)) else repr(value)  # 2**63, not np.uint64(2**63)
+    if not low <= int(number) <= high:
+        shown = reprlib.repr(int(number)) if isinstance(number, (int, np.integer)) else repr(number)  # 2**63, not np.uint64(2**63)
         raise InputError(f"input {index} is an integer scalar ({spec.dtype.name}), but {shown} does not fit in it ({low} to {high})")
-    return int(value)
+    return int(number)
 
 
 def check_sizes(size_classes: Sequence[set], inputs: Sequence[object]) -> None:

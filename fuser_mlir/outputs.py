@@ -184,10 +184,7 @@ def may_overlap(a, b) -> bool:
     memory: their byte ranges meet and, as far as ``numpy.shares_memory`` can
     tell within :data:`OVERLAP_WORK`, an element (interleaved views such as
     ``x[:, 0::2]`` and ``x[:, 1::2]`` do not overlap)."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        if not np.may_share_memory(a, b):
-            return False
-    else:
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):  # (shares_memory compares NumPy arrays' bounds first itself)
         (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
         if not (a_lo < a_hi and b_lo < b_hi and a_lo < b_hi and b_lo < a_hi):
             return False

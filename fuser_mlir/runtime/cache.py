@@ -168,10 +168,9 @@ class DiskCache:
     def not_a_directory(self) -> str | None:
         """What to say when the cache directory, or a level under it, is a
         file (``FUSER_CACHE_DIR`` naming one): None when none is."""
-        for level in (self.directory, self.root):
-            for place in (level, *level.parents):
-                if place.exists() and not place.is_dir():
-                    return f"{place} is a file, not a directory; set FUSER_CACHE_DIR to a directory (or FUSER_CACHE=0 to turn the cache off)"
+        for place in (self.root, *self.root.parents):  # the cache directory is one of them
+            if place.exists() and not place.is_dir():
+                return f"{place} is a file, not a directory; set FUSER_CACHE_DIR to a directory (or FUSER_CACHE=0 to turn the cache off)"
         return None
 
     # -- size --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from an input ``x`` and, where the case has a second shape, a 1-D weight
 
 from __future__ import annotations
 
+import re
 import numpy as np
 
 from fuser_mlir import DataType, FusionDefinition
@@ -37,12 +38,11 @@ def poisoned(fd: FusionDefinition, expected) -> list[np.ndarray]:
     return outputs
 
 
-def ulps_apart(a: np.ndarray, b: np.ndarray) -> int:
-    """The most units in the last place between elements of two float arrays
-    of one dtype (16 or 32 bits) whose elements have the same signs."""
-    ints = {2: np.int16, 4: np.int32}[a.dtype.itemsize]
-    assert (np.signbit(a.astype(np.float32)) == np.signbit(b.astype(np.float32))).all()
-    return int(np.max(np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64)), initial=0))
+def libm_calls(code: str, name: str) -> int:
+    """The calls of libm function ``name`` in lowered LLVM-dialect ``code``:
+    of the function itself or of its wrapper (``@fuser.expf``, with a vector
+    library; fuser_mlir/lowering/vector_library.py)."""
+    return len(re.findall(rf"llvm\.call @(?:fuser\.)?{name}\(", code))
 
 
 def edit_pipeline(monkeypatch, old: str, new: str) -> None:

@@ -19,8 +19,9 @@ value is not a fresh linalg result, so that no ``memref.copy`` of a strided
 buffer is ever needed: its lowering calls ``memrefCopy`` from MLIR's
 runner-utils library, which the JIT does not have). Boolean tensors are
 ``i8`` in memory (NumPy's layout). Every libm function the code calls is
-declared (``llvm.readnone``); option ``vector-library`` (``libmvec-avx512``,
-``libmvec-avx2``, ``libmvec-sse``) also maps each to its SIMD variants
+declared (``llvm.readnone``); with option ``vector-library``
+(``libmvec-avx2``, ``libmvec-sse``) the calls go to wrappers that compute
+every element with one SIMD variant of the function, whatever the loop
 (:mod:`fuser_mlir.lowering.vector_library`). Option ``float-extremum``
 (``order-keys``, the default, or ``maximumf``) says how float max/min
 reductions combine (:data:`FLOAT_EXTREMA`; the GPU pipeline takes
@@ -351,50 +352,34 @@ def declare_callees(module: ir.Operation, vector_library: str = "") -> None:
     """Declare every libm function the lowered code calls and the module does
     not define: ``func.func private @expf(f32) -> f32`` with ``llvm.readnone``
     (errno is ignored, as with ``-fno-math-errno``), ``no_unwind`` and
-    ``will_return``. With a ``vector_library``, also map each to its SIMD
-    variants (:mod:`fuser_mlir.lowering.vector_library`)."""
+    ``will_return``. With a ``vector_library``, the calls of a libm function
+    that libmvec vectorises go to its wrapper instead (``@fuser.expf``),
+    which computes every element with one SIMD variant and maps the
+    vectoriser to it (:mod:`fuser_mlir.lowering.vector_library`)."""
     body = module.regions[0].blocks[0]
     defined = {symbol_name(op.operation) for op in body.operations if "sym_name" in op.operation.attributes}
-    vectorised: list[str] = []
+    called = _called_functions(module)
+    wrapped = sorted(name for name in called if vector_library and name not in defined and VL.split_libm_name(name) is not None)
+    if wrapped:
+        _call_wrappers(module, set(wrapped))
     with ir.Location.unknown(), ir.InsertionPoint.at_block_begin(body):
-        for name, type_ in _called_functions(module).items():
-            if name in defined:
+        for name, type_ in called.items():
+            if name in defined or name in wrapped:
                 continue
             declaration = func.FuncOp(name, type_, visibility="private")
             for flag in ("llvm.readnone", "no_unwind", "will_return"):
                 declaration.attributes[flag] = ir.UnitAttr.get()
-            if vector_library and VL.split_libm_name(name) is not None:
-                mapping = ir.StringAttr.get(VL.vfabi_attribute(name, vector_library))
-                entry = ir.ArrayAttr.get([ir.StringAttr.get("vector-function-abi-variant"), mapping])
-                declaration.attributes["passthrough"] = ir.ArrayAttr.get([entry])
-                vectorised.append(name)
-    if vectorised:
-        _declare_vector_variants(body, vectorised, vector_library)
+    if wrapped:
+        snippet = ir.Module.parse(VL.wrappers_text(wrapped, vector_library))
+        anchor = body.operations[0]
+        for op in list(snippet.body.operations):
+            op.operation.move_before(anchor)
 
 
-def _declare_vector_variants(body: ir.Block, scalar_names: list[str], vector_library: str) -> None:
-    """``llvm.func`` declarations of the SIMD variants, kept alive (LLVM drops
-    unused declarations before it vectorises) by ``@llvm.compiler.used``."""
-    lines, used = [], []
-    for name in scalar_names:
-        element = "f32" if VL.split_libm_name(name)[1] == 32 else "f64"
-        arity = VL.FUNCTIONS[VL.split_libm_name(name)[0]]
-        for lanes, vector in VL.variants(name, vector_library):
-            vector_type = f"vector<{lanes}x{element}>"
-            lines.append(f"llvm.func @{vector}({', '.join([vector_type] * arity)}) -> {vector_type}")
-            used.append(vector)
-    array = f"!llvm.array<{len(used)} x ptr>"
-    lines.append(f'llvm.mlir.global appending @llvm.compiler.used() {{addr_space = 0 : i32, section = "llvm.metadata"}} : {array} {{')
-    lines.append(f"  %0 = llvm.mlir.undef : {array}")
-    for index, vector in enumerate(used):
-        lines.append(f"  %p{index} = llvm.mlir.addressof @{vector} : !llvm.ptr")
-        lines.append(f"  %{index + 1} = llvm.insertvalue %p{index}, %{index}[{index}] : {array}")
-    lines.append(f"  llvm.return %{len(used)} : {array}")
-    lines.append("}")
-    snippet = ir.Module.parse("\n".join(lines))
-    anchor = body.operations[0]
-    for op in list(snippet.body.operations):
-        op.operation.move_before(anchor)
+def _call_wrappers(module: ir.Operation, names: set[str]) -> None:
+    """Point every ``func.call`` of one of ``names`` at its wrapper."""
+    for call, callee in _callers(module, names):
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(VL.wrapper_name(callee))
 
 
 def _check_op(op: ir.Operation) -> str | None:
@@ -418,7 +403,7 @@ class LowerToCpuPass(FuserPass):
     NAME = "fuser-lower-to-cpu"
     SUMMARY = "Lower segment functions to linalg on tensors over strided memref arguments."
 
-    #: SIMD variants for libm calls: "" (none), libmvec-avx512, libmvec-avx2, libmvec-sse.
+    #: SIMD variants for libm calls: "" (none), libmvec-avx2, libmvec-sse.
     vector_library: str = ""
     #: How float max/min reductions combine (see FLOAT_EXTREMA): order-keys or maximumf.
     float_extremum: str = "order-keys"

@@ -165,14 +165,26 @@ func.func private @types_seg0(%x: tensor<?xf16>, %out: tensor<?xi1>) -> tensor<?
 
 // -----
 
-// With a vector library, each libm declaration maps to its SIMD variants,
-// which are declared and kept alive through @llvm.compiler.used.
+// With a vector library, the calls go to a wrapper that computes every
+// element with the one 8-lane variant (its argument in every lane, lane 0
+// back): the same bits in every loop. Its mapping offers the vectoriser that
+// variant and a 4-lane wrapper of it, kept alive through @llvm.compiler.used.
 // VECLIB-LABEL: llvm.func @_ZGVdN8v_tanhf(vector<8xf32>) -> vector<8xf32>
-// VECLIB:       llvm.func @_ZGVbN4v_tanhf(vector<4xf32>) -> vector<4xf32>
+// VECLIB:       llvm.func internal @fuser.tanhf.x4(%{{.*}}: vector<4xf32>) -> vector<4xf32>
+// VECLIB:         llvm.shufflevector %{{.*}} [0, 1, 2, 3, 0, 1, 2, 3] : vector<4xf32>
+// VECLIB:         llvm.call @_ZGVdN8v_tanhf(
+// VECLIB:         llvm.shufflevector %{{.*}} [0, 1, 2, 3] : vector<8xf32>
 // VECLIB:       llvm.mlir.global appending @llvm.compiler.used()
-// VECLIB:       func.func private @tanhf(f32) -> f32 attributes
-// VECLIB-SAME:    passthrough = {{\[\[}}"vector-function-abi-variant", "_ZGV_LLVM_N8v_tanhf(_ZGVdN8v_tanhf),_ZGV_LLVM_N4v_tanhf(_ZGVbN4v_tanhf)"]]
+// VECLIB:         llvm.mlir.addressof @_ZGVdN8v_tanhf
+// VECLIB:         llvm.mlir.addressof @fuser.tanhf.x4
+// VECLIB:       func.func private @fuser.tanhf(%{{.*}}: f32) -> f32 attributes {llvm.linkage = #llvm.linkage<internal>, llvm.readnone, no_unwind,
+// VECLIB-SAME:    passthrough = ["noinline", ["vector-function-abi-variant", "_ZGV_LLVM_N8v_fuser.tanhf(_ZGVdN8v_tanhf),_ZGV_LLVM_N4v_fuser.tanhf(fuser.tanhf.x4)"]]
+// VECLIB:         llvm.shufflevector %{{.*}} [0, 0, 0, 0, 0, 0, 0, 0] : vector<8xf32>
+// VECLIB:         llvm.call @_ZGVdN8v_tanhf(
+// VECLIB:         llvm.extractelement
+// VECLIB-NOT:   func.func private @tanhf
 // VECLIB-LABEL: func.func @veclib_seg0(
+// VECLIB:         func.call @fuser.tanhf(
 func.func private @veclib_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
   %t = "fuser.tanh"(%x) : (tensor<?xf32>) -> tensor<?xf32>
   %r = "fuser.store"(%t, %out) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
@@ -212,7 +224,7 @@ func.func @host(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> attribu
   return %r : tensor<?xf32>
 }
 
-// BADLIB: error: fuser-lower-to-cpu: unknown vector-library 'svml' (known: libmvec-avx512, libmvec-avx2, libmvec-sse, or empty for none)
+// BADLIB: error: fuser-lower-to-cpu: unknown vector-library 'svml' (known: libmvec-avx2, libmvec-sse, or empty for none)
 // BADLIB: exit status: 1
 // BADEXT: error: fuser-lower-to-cpu: unknown float-extremum 'keys' (known: order-keys, maximumf)
 // BADEXT: exit status: 1

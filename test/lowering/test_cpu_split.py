@@ -9,10 +9,9 @@ reference (loosely: half-precision steps round on the way), and once
 cut into blocks of their split dims on three threads
 (:func:`blocks.cut_into_blocks`): every output must be the same to the bit,
 every input unchanged. Each element is computed by the same operations in
-the same order either way, but a block's start moves which elements a
-vectorised loop takes in vector steps, and libm's vector and scalar
-versions of a function such as ``sin`` may differ in the last place; so
-this test compiles its kernels with scalar libm calls (no vector library). The test checks
+the same order either way; a block's start moves which elements a
+vectorised loop takes in vector steps, and a libm function such as ``sin``
+gives the same bits in either (fuser_mlir/lowering/vector_library.py). The test checks
 that a fifth of its kernel calls did run as blocks (most of the others end
 in a full reduction, which has no parallel loop). The in-place random test
 (test_inplace_random.py) runs cut into blocks against the SSA reference too.
@@ -33,7 +32,6 @@ from fuser_mlir._mlir import ir
 from fuser_mlir.compiler import compile_fusion
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import InputError
-from fuser_mlir.lowering import cpu as cpu_lowering
 from fuser_mlir.lowering.cpu import cpu_pipeline, segments_only, split_pipeline
 from fuser_mlir.lowering.cpu_split import why_not_split
 from fuser_mlir.passes.lower_to_cpu import symbol_name
@@ -354,10 +352,7 @@ def test_random_fusions_give_the_same_bits_cut_into_blocks():
         totals["cut"] += counts["cut"]
         totals["kept"] += kept["kept"]
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cpu_lowering, "host_vector_library", lambda: "")  # see the module docstring
-        patch.setenv("FUSER_CACHE", "0")  # kernels unlike the ones a plain compile makes
-        check()
+    check()
     # most random programs end in a full reduction (no parallel loop) or a
     # reshape (a copy): a fifth of the calls split (21 of 93 when written)
     # few random programs have intermediates (the in-place random test has more)

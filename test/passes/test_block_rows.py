@@ -9,14 +9,13 @@ inputs checked unchanged), and is the same to the bit as the pipeline's
 without the pass (``block-bytes=0``): blocking changes which rows a call
 sees, never the arithmetic of an element. In a block whose exp values take
 at most ``KEEP_BYTES``, a softmax computes ``exp`` once an element
-(``fuser-share-call-results``) rather than twice; there ``exp`` runs in the
-sum's loop, where libm may take its scalar variant for other elements than
-in the quotient's loop, so the results are within 8 units in the last place
-of the unblocked ones.
+(``fuser-share-call-results``) rather than twice, in the sum's loop; its
+values are the same bits in any loop (a libm function has one vector
+variant, fuser_mlir/lowering/vector_library.py), so the results are too.
 
 Two random tests (Hypothesis, derandomized, no shrinking) compile random
-fusions with and without blocks, libm's vector variants off so that every
-call gives the same bits in any loop, and require the same bits of both
+fusions with and without blocks, libm's vector variants on (the host's),
+and require the same bits of both
 (outputs and inputs written in place) and the float64 reference: the
 programs of test/random_programs.py, and row programs of softmax's and the
 norms' shape (random_programs.row_program: stages of unary ops, a kept
@@ -31,13 +30,12 @@ import pytest
 from blocks import cut_into_blocks
 from hypothesis import Phase, assume, given, settings
 from hypothesis import strategies as st
-from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, pipeline_without, poisoned, ulps_apart, with_pass_option
+from pass_cases import FLOAT_DTYPES, FLOAT_TOLERANCE, fusion, libm_calls, pipeline_without, poisoned, with_pass_option
 from random_programs import PROGRAMS_OF_ALL_DTYPES, ROW_PROGRAMS, derandomized, input_shapes, random_fusion, random_input, row_inputs, row_program, row_shapes
 from reference import evaluate, visible_then_written
 
 from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import InputError
-from fuser_mlir.lowering import cpu as cpu_lowering
 from fuser_mlir.passes import share_call_results
 
 ROWS = (1, 5, 23)
@@ -118,12 +116,9 @@ def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype,
             unblocked_code = whole.compile(inputs).program.llvm_dialect
             assert "_rows" not in unblocked_code
         if build in SHARED_EXP:  # fuser-share-call-results: one call where the block keeps exp, two where it would not fit
-            assert (blocked.count("llvm.call @expf"), unblocked_code.count("llvm.call @expf")) == (1 + 2, 2)
+            assert (libm_calls(blocked, "expf"), libm_calls(unblocked_code, "expf")) == (1 + 2, 2)
         for g, u in zip(got, unblocked):
-            if build in SHARED_EXP:  # exp now runs in another loop, where libm may take its scalar variant for an element
-                assert ulps_apart(g, u) <= 8, f"{rows} rows: {ulps_apart(g, u)} units in the last place apart"
-            else:
-                np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
+            np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
 
 
 @pytest.mark.parametrize("view", ["reversed rows", "every other column", "a reversed output"])
@@ -224,7 +219,7 @@ def test_a_softmax_written_into_its_input_in_blocks(monkeypatch):
         e = fd.ops.exp(tx - fd.ops.max(tx, dims=[1], keepdim=True))
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True), tx)
     (expected,) = evaluate(fd, [x])
-    assert fd.compile([x]).program.llvm_dialect.count("llvm.call @expf") == 1 + 2  # kept; and where it would not fit
+    assert libm_calls(fd.compile([x]).program.llvm_dialect, "expf") == 1 + 2  # kept; and where it would not fit
     assert fd.execute([x]) == []
     np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-7)
 
@@ -296,15 +291,12 @@ def blocked_against_whole(make, arrays, block_bytes: int, keep: bool) -> bool:
 
 
 @pytest.fixture
-def scalar_libm(monkeypatch):
-    """libm's vector variants off (as in test_cpu_split.py's random test), so
-    that a call gives the same bits in whichever loop it runs; and no disk
-    cache: kernels of other block sizes must not reach it."""
-    monkeypatch.setattr(cpu_lowering, "host_vector_library", lambda: "")
+def no_disk_cache(monkeypatch):
+    """Kernels of other block sizes must not reach the disk cache."""
     monkeypatch.setenv("FUSER_CACHE", "0")
 
 
-def test_random_fusions_in_blocks_of_rows_give_the_unblocked_bits(scalar_libm):
+def test_random_fusions_in_blocks_of_rows_give_the_unblocked_bits(no_disk_cache):
     """Random fusions of test/random_programs.py (reductions, casts,
     permutes, reshapes, libm calls, every dtype)."""
     blocked = []
@@ -327,7 +319,7 @@ def test_random_fusions_in_blocks_of_rows_give_the_unblocked_bits(scalar_libm):
     assert ran >= 4, f"{ran} of {len(blocked)} fusions ran in blocks"  # 7 of the 60 do
 
 
-def test_random_row_programs_in_blocks_of_rows_give_the_unblocked_bits(scalar_libm):
+def test_random_row_programs_in_blocks_of_rows_give_the_unblocked_bits(no_disk_cache):
     """Random fusions of the shapes the pass blocks (several loop nests over
     the rows of one input: softmax, the norms), on row counts and lengths
     that leave short blocks, rows of one column and batches of one."""

@@ -3,8 +3,10 @@ benchmark imports and answers --help without torch, and its pure helpers
 (result path, host timing, table) and the plot run here."""
 
 import json
+import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench_scripts import BENCH, load
@@ -230,3 +232,18 @@ def test_each_row_is_printed_as_measured_and_sigterm_stops_the_bench_like_ctrl_c
     assert line.endswith("(0.990-1.020)") and "(" not in run._summary(row())
     with pytest.raises(KeyboardInterrupt):
         run._terminated(15, None)
+
+
+def test_cpu_libm_bench_times_each_case_with_the_vector_library_and_scalar_libm(tmp_path, capsys, monkeypatch):
+    """bench/cpu_libm.py: every case checked against NumPy's float64 result
+    both ways and timed; the environment it sets is restored."""
+    monkeypatch.delenv("FUSER_CPU_THREADS", raising=False)
+    bench = load("cpu_libm")
+    out = tmp_path / "libm.json"
+    bench.main(["--json", str(out), "--repeat", "1"])
+    result = json.loads(out.read_text())
+    assert [row["case"] for row in result["rows"]] == [label for label, *_ in bench.cases(np.random.default_rng(0))]
+    assert len(result["rows"]) == 6
+    assert all(row["vector_us"] > 0 and row["scalar_us"] > 0 and row["numpy_us"] > 0 for row in result["rows"])
+    assert "FUSER_CPU_THREADS" not in os.environ
+    assert "sin of a transposed 256x256 float32" in capsys.readouterr().out

@@ -28,14 +28,16 @@ scalar wrapper per element, so LLVM's cost model picks the base width for
 loops that call libm. An element's value is then the same in every loop
 nest, block of rows, thread and array length.
 
-What it costs, measured on this project's 2-CPU AVX-512 VM: a scalar call
-through the base variant takes about what scalar libm takes (``sinf`` 2.4
-against 2.2 ns; ``erff`` 2.4 against 8.8), and a transposed ``sin`` of
-256x256 float32 runs in 201-216 us against 374-386 with scalar ``sinf``.
-Loops whose narrow types (a ``bool`` or ``bfloat16`` result) made LLVM pick
+What it costs (``python bench/cpu_libm.py``: 64K elements in cache, one
+thread, on this project's 2-CPU AVX-512 VM; before -> after this scheme,
+microseconds): a loop LLVM does not vectorise now calls the 8-lane variant
+once an element, which is cheaper than scalar libm (a transposed ``sin`` of
+256x256 float32 430-438 -> 244-251, rows of 7 225-230 -> 153-163; ``sinf``
+2.2 ns a call, the 8-lane variant for one element 2.4, ``erff`` 8.8); a
+loop whose narrow types (a ``bool`` or ``bfloat16`` result) made LLVM pick
 16 lanes called the AVX-512 variant, 1.35x faster per element than the
-AVX2 one; they now take 8 (``sin(x) > 0.5`` of 64K float32: 32-35 us
-against 22-24).
+AVX2 one, and now takes 8 (``sin(x) > 0.5`` 28-29 -> 35-47); loops of 8
+lanes are unchanged (``sin`` 35-38 -> 34-35, ``pow`` 146-151 -> 146-153).
 
 A *vector library* names the base variants: ``libmvec-avx2`` (8 x f32,
 4 x f64: 256 bits, the width LLVM's vectoriser uses on AVX2 hosts and on

@@ -333,12 +333,24 @@ class DeviceArray:
         return DeviceArray(ptr, shape, strides, self._dtype, owner=owner, device=self._device, readonly=self._readonly, stream=self._stream)
 
     def __getitem__(self, key) -> "DeviceArray":
-        """Basic indexing as NumPy does it: integers and slices (any step), one per dim."""
+        """Basic indexing as NumPy does it: integers and slices (any step) one
+        per dim, ``None`` for a new dim of size 1, and one ``...`` for the
+        dims not named."""
         key = key if isinstance(key, tuple) else (key,)
-        if len(key) > self.ndim:
-            raise IndexError(f"too many indices for a DeviceArray of rank {self.ndim}: {len(key)}")
-        ptr, shape, strides = self._ptr, [], []
-        for dim, index in enumerate(key + (slice(None),) * (self.ndim - len(key))):
+        named = sum(1 for index in key if index is not None and index is not Ellipsis)
+        if named > self.ndim:
+            raise IndexError(f"too many indices for a DeviceArray of rank {self.ndim}: {named}")
+        ellipses = [position for position, index in enumerate(key) if index is Ellipsis]
+        if len(ellipses) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        rest = (slice(None),) * (self.ndim - named)
+        key = key[: ellipses[0]] + rest + key[ellipses[0] + 1 :] if ellipses else key + rest
+        ptr, shape, strides, dim = self._ptr, [], [], 0
+        for index in key:
+            if index is None:  # as NumPy's newaxis: size 1, stride 0
+                shape.append(1)
+                strides.append(0)
+                continue
             size, stride = self._shape[dim], self._strides[dim]
             if isinstance(index, slice):
                 start, stop, step = index.indices(size)
@@ -351,7 +363,8 @@ class DeviceArray:
                     raise IndexError(f"index {int(index)} is out of bounds for dim {dim} of size {size}")
                 ptr += position * stride
             else:
-                raise IndexError(f"DeviceArray supports integer and slice indices only, got {type(index).__name__}")
+                raise IndexError(f"DeviceArray supports integer, slice, None and ... indices only, got {type(index).__name__}")
+            dim += 1
         return self._view(ptr, shape, strides)
 
     def transpose(self, *axes) -> "DeviceArray":
@@ -366,6 +379,26 @@ class DeviceArray:
     @property
     def T(self) -> "DeviceArray":
         return self.transpose()
+
+    def reshape(self, *shape) -> "DeviceArray":
+        """A C-contiguous view of a C-contiguous array with another shape of
+        the same size (one size may be -1); other arrays would need a copy,
+        which a view cannot give: ValueError."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = [int(size) for size in shape]
+        if shape.count(-1) > 1 or any(size < -1 for size in shape):
+            raise ValueError(f"reshape: invalid shape {shape} (sizes of 0 or more, at most one -1)")
+        if -1 in shape:
+            known = math.prod(size for size in shape if size != -1)
+            if known == 0 or self.size % known:
+                raise ValueError(f"reshape: cannot reshape a DeviceArray of size {self.size} into {shape}")
+            shape[shape.index(-1)] = self.size // known
+        if math.prod(shape) != self.size:
+            raise ValueError(f"reshape: cannot reshape a DeviceArray of size {self.size} into {shape}")
+        if not self.is_c_contiguous:
+            raise ValueError("reshape: a DeviceArray that is not C-contiguous has no view of another shape; copy it first")
+        return self._view(self._ptr, shape, contiguous_strides(shape, self.itemsize))
 
     # -- host transfers ------------------------------------------------------
 

@@ -143,17 +143,18 @@ def test_constructor_rejects_mismatched_ranks_and_negative_sizes():
 
 @pytest.mark.parametrize(
     "key",
-    [(slice(None),), (slice(1, None), slice(None, None, 2)), (slice(None, None, -1), slice(None, None, -3)), 2, (-1, 3), (slice(4, 1, -2), 0), (slice(5, 5),), (Ellipsis,)],
+    [
+        (slice(None),), (slice(1, None), slice(None, None, 2)), (slice(None, None, -1), slice(None, None, -3)), 2, (-1, 3), (slice(4, 1, -2), 0),
+        (slice(5, 5),), (Ellipsis,), (Ellipsis, 0), (1, Ellipsis), (Ellipsis, 2, 3), (slice(None), None), (None, 1, None, slice(None, None, 2), None),
+        None, (Ellipsis, None), (None, Ellipsis, -1),
+    ],
 )
 def test_indexing_matches_numpy_basic_indexing(key):
     host = np.empty((6, 7), np.float32)
     start = host.__array_interface__["data"][0]
     device = DeviceArray(start, host.shape, host.strides, host.dtype)
-    if key == (Ellipsis,):
-        with pytest.raises(IndexError, match="integer and slice indices only, got ellipsis"):
-            device[key]
-        return
-    expected, view = host[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)], device[key]  # a view, also when 0-d
+    key = key if isinstance(key, tuple) else (key,)
+    expected, view = host[key if Ellipsis in key else key + (Ellipsis,)], device[key]  # a view, also when 0-d
     assert view.shape == expected.shape and view.strides == expected.strides
     if expected.size:
         assert view.ptr - start == expected.__array_interface__["data"][0] - start
@@ -162,12 +163,39 @@ def test_indexing_matches_numpy_basic_indexing(key):
     assert (t.shape, t.strides) == (host.T.shape, host.T.strides) and t.T.strides == device.strides
 
 
+@pytest.mark.parametrize("shape", [(4, 1), (2, 2), (-1,), (1, -1, 1), ((2, 2),), ([4, 1],)])
+def test_reshape_of_a_contiguous_array_is_numpy_s_view(shape):
+    host = np.empty(4, np.float64)
+    start = host.__array_interface__["data"][0]
+    device = DeviceArray(start, host.shape, host.strides, host.dtype)
+    expected, view = host.reshape(*shape), device.reshape(*shape)
+    assert (view.shape, view.strides, view.ptr, view.base) == (expected.shape, expected.strides, start, device)
+
+
+def test_reshape_errors():
+    a = DeviceArray(0x1000, (3, 4), (16, 4), np.float32)
+    with pytest.raises(ValueError, match=r"cannot reshape a DeviceArray of size 12 into \[5, 2\]"):
+        a.reshape(5, 2)
+    with pytest.raises(ValueError, match=r"cannot reshape a DeviceArray of size 12 into \[5, -1\]"):
+        a.reshape(5, -1)
+    with pytest.raises(ValueError, match=r"invalid shape \[-1, -1\]"):
+        a.reshape(-1, -1)
+    with pytest.raises(ValueError, match="not C-contiguous has no view of another shape; copy it first"):
+        a.T.reshape(12)
+
+
 def test_indexing_errors():
     a = DeviceArray(0x1000, (3, 4), (16, 4), np.float32)
     with pytest.raises(IndexError, match="index 3 is out of bounds for dim 0 of size 3"):
         a[3]
     with pytest.raises(IndexError, match="too many indices for a DeviceArray of rank 2: 3"):
         a[0, 0, 0]
+    with pytest.raises(IndexError, match="too many indices for a DeviceArray of rank 2: 3"):
+        a[None, 0, ..., 0, 0]
+    with pytest.raises(IndexError, match=r"a single ellipsis \('...'\)"):
+        a[..., 0, ...]
+    with pytest.raises(IndexError, match="integer, slice, None and ... indices only, got list"):
+        a[[0, 1]]
     with pytest.raises(ValueError, match=r"axes \[0, 0\] are not a permutation of the 2 dims"):
         a.transpose(0, 0)
 

@@ -28,7 +28,7 @@ PIPELINES: dict[str, str] = {}
 PIPELINES["fuser-cpu-pipeline"] = (
     "fuser-verify, fuser-lower-to-cpu, arith-expand{include-bf16=true}, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
     "empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, "
-    "buffer-deallocation-pipeline, canonicalize, fuser-erase-dead-generics, fuser-block-rows, fuser-share-call-results, fuser-unroll-jam-reductions, convert-linalg-to-loops, "
+    "buffer-deallocation-pipeline, canonicalize, fuser-erase-dead-generics, fuser-block-rows, fuser-share-call-results, fuser-unroll-jam-reductions, convert-linalg-to-loops, fuser-block-sums, "
     "convert-bufferization-to-memref, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
     "convert-math-to-llvm{approximate-log1p=false}, convert-math-to-libm, arith-expand{include-bf16=true}, "
     "convert-arith-to-llvm, finalize-memref-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "

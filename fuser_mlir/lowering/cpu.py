@@ -42,6 +42,12 @@ Why the pipeline (``fuser_mlir/pipeline.py``) looks the way it does:
   columns sums the ``exp`` values its middle segment stores) or, in a
   block, kept in a buffer of the block's size (a row softmax's quotients
   read the sum's ``exp`` values).
+- ``fuser-block-sums`` right after ``convert-linalg-to-loops`` sums a
+  float32 reduction over the last dim (rows longer than 2048 elements, a
+  full sum) block by block into a float64 total, and carries a full sum's
+  total through the loops around it: a long sum comes within float32
+  rounding of the exact one (it was 3e-5 off for a full sum of 400000x10,
+  13% for 5e6x10).
 - ``convert-math-to-llvm{approximate-log1p=false}`` keeps ``log1p`` for libm
   (the approximation loses precision near 0); ``convert-math-to-libm`` takes
   what has no LLVM intrinsic (``erf``, ``expm1``, ...). The JIT resolves libm

@@ -37,6 +37,7 @@ _ENTRIES = [
     PassEntry("fuser-block-rows", "Run the loop nests of a segment block by block of rows, so that nests sharing data find it in cache."),
     PassEntry("fuser-share-call-results", "Compute once a function call that two loop nests of a segment both compute."),
     PassEntry("fuser-unroll-jam-reductions", "Unroll and jam the reduction loop of linalg generics whose inner loops are parallel."),
+    PassEntry("fuser-block-sums", "Sum float32 reductions in blocks of elements, each block's sum added into a float64 total."),
     PassEntry("fuser-lower-to-gpu", "Schedule every segment function into gpu.func kernels in one gpu.module."),
 ]
 

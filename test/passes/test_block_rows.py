@@ -116,7 +116,8 @@ def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype,
             unblocked_code = whole.compile(inputs).program.llvm_dialect
             assert "_rows" not in unblocked_code
         if build in SHARED_EXP:  # fuser-share-call-results: one call where the block keeps exp, two where it would not fit
-            assert (libm_calls(blocked, "expf"), libm_calls(unblocked_code, "expf")) == (1 + 2, 2)
+            # (fuser-block-sums keeps a copy of each sum's loop for rows of 2048 or less: one more call a sum)
+            assert (libm_calls(blocked, "expf"), libm_calls(unblocked_code, "expf")) == (2 * 1 + 2 + 1, 2 + 1)
         for g, u in zip(got, unblocked):
             np.testing.assert_array_equal(g.view(np.uint8), u.view(np.uint8), err_msg=f"{rows} rows")
 
@@ -219,7 +220,8 @@ def test_a_softmax_written_into_its_input_in_blocks(monkeypatch):
         e = fd.ops.exp(tx - fd.ops.max(tx, dims=[1], keepdim=True))
         fd.add_output(e / fd.ops.sum(e, dims=[1], keepdim=True), tx)
     (expected,) = evaluate(fd, [x])
-    assert libm_calls(fd.compile([x]).program.llvm_dialect, "expf") == 1 + 2  # kept; and where it would not fit
+    # kept; and where it would not fit (fuser-block-sums: each sum's loop twice)
+    assert libm_calls(fd.compile([x]).program.llvm_dialect, "expf") == 2 * 1 + 2 + 1
     assert fd.execute([x]) == []
     np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-7)
 

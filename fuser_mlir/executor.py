@@ -31,6 +31,7 @@ from fuser_mlir.frontend.datatype import is_python_number
 from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
 from fuser_mlir.runtime.arrays import contiguous_strides
+from fuser_mlir.runtime.cpu import cpu_threads
 from fuser_mlir.runtime.plan import MemoryStats
 
 
@@ -448,8 +449,6 @@ class FusionExecutorCache:
         torch_outputs = any(_is_torch(v) for v in inputs)
         self._hits.remember(inputs, outputs, compiled, given, torch_outputs)
         if compiled.device == "cpu":
-            from fuser_mlir.runtime.cpu import cpu_threads
-
             cpu_threads(during_a_call=False)  # a bad FUSER_CPU_THREADS warns here, before anything is written
             return compiled.launch(args, given, memory=self.memory)
         views = compiled.launch(args, given, memory=self.memory, torch_outputs=torch_outputs)

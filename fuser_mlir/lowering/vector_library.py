@@ -112,13 +112,20 @@ def vector_functions(scalar_name: str, library: str) -> list[tuple[int, str]]:
 def vfabi_attribute(scalar_name: str, library: str) -> str:
     """The ``vector-function-abi-variant`` value of the wrapper:
     ``_ZGV_LLVM_N8v_fuser.expf(_ZGVdN8v_expf),_ZGV_LLVM_N4v_fuser.expf(fuser.expf.x4)``."""
-    params = "v" * FUNCTIONS[split_libm_name(scalar_name)[0]]
+    params = "v" * _shape(scalar_name)[1]
     wrapper = wrapper_name(scalar_name)
     return ",".join(f"_ZGV_LLVM_N{lanes}{params}_{wrapper}({vector})" for lanes, vector in vector_functions(scalar_name, library))
 
 
-def _element(scalar_name: str) -> str:
-    return "f32" if split_libm_name(scalar_name)[1] == 32 else "f64"
+def _shape(scalar_name: str) -> tuple[str, int]:
+    """``scalar_name``'s element type and its number of arguments."""
+    base, bits = split_libm_name(scalar_name)
+    return ("f32" if bits == 32 else "f64"), FUNCTIONS[base]
+
+
+def _call(variant: str, values: list[str], vector: str) -> str:
+    """``%r = llvm.call @variant(values...)``, each value of type ``vector``."""
+    return f"  %r = llvm.call @{variant}({', '.join(values)}) : ({', '.join([vector] * len(values))}) -> {vector}"
 
 
 _NO_MEMORY = (
@@ -131,13 +138,13 @@ def _half_wrapper(scalar_name: str, library: str, lanes: int, name: str) -> list
     """An ``llvm.func`` of ``lanes`` lanes, half the base variant's: its
     lanes twice over through the base variant, the first half back."""
     base_lanes, variant = base_variant(scalar_name, library)
-    element, arity = _element(scalar_name), FUNCTIONS[split_libm_name(scalar_name)[0]]
+    element, arity = _shape(scalar_name)
     own, base = f"vector<{lanes}x{element}>", f"vector<{base_lanes}x{element}>"
     twice, first = ", ".join(str(i % lanes) for i in range(base_lanes)), ", ".join(str(i) for i in range(lanes))
     params = ", ".join(f"%a{i}: {own}" for i in range(arity))
     lines = [f"llvm.func internal @{name}({params}) -> {own} attributes {{{_NO_MEMORY}}} {{"]
     lines += [f"  %w{i} = llvm.shufflevector %a{i}, %a{i} [{twice}] : {own}" for i in range(arity)]
-    lines.append(f"  %r = llvm.call @{variant}({', '.join(f'%w{i}' for i in range(arity))}) : ({', '.join([base] * arity)}) -> {base}")
+    lines.append(_call(variant, [f"%w{i}" for i in range(arity)], base))
     lines.append(f"  %y = llvm.shufflevector %r, %r [{first}] : {base}")
     return lines + [f"  llvm.return %y : {own}", "}"]
 
@@ -147,7 +154,7 @@ def _scalar_wrapper(scalar_name: str, library: str) -> list[str]:
     lane of the base variant, lane 0 back. ``noinline``: inlined before the
     vectoriser runs, its vector call would stop the loop from vectorising."""
     lanes, variant = base_variant(scalar_name, library)
-    element, arity = _element(scalar_name), FUNCTIONS[split_libm_name(scalar_name)[0]]
+    element, arity = _shape(scalar_name)
     vector = f"vector<{lanes}x{element}>"
     params = ", ".join(f"%a{i}: {element}" for i in range(arity))
     mapping = vfabi_attribute(scalar_name, library)
@@ -160,7 +167,7 @@ def _scalar_wrapper(scalar_name: str, library: str) -> list[str]:
     for i in range(arity):
         lines.append(f"  %e{i} = llvm.insertelement %a{i}, %u[%c0 : i32] : {vector}")
         lines.append(f"  %v{i} = llvm.shufflevector %e{i}, %u [{', '.join(['0'] * lanes)}] : {vector}")
-    lines.append(f"  %r = llvm.call @{variant}({', '.join(f'%v{i}' for i in range(arity))}) : ({', '.join([vector] * arity)}) -> {vector}")
+    lines.append(_call(variant, [f"%v{i}" for i in range(arity)], vector))
     lines.append(f"  %y = llvm.extractelement %r[%c0 : i32] : {vector}")
     lines += [f"  return %y : {element}", "}"]
     return lines
@@ -171,14 +178,12 @@ def wrappers_text(scalar_names: list[str], library: str) -> str:
     variants' declarations, the vector wrappers, ``@llvm.compiler.used``
     (LLVM drops unused functions before it vectorises) over the functions the
     mappings name, and the scalar wrappers."""
-    lines, used, declared = [], [], set()
-    for name in scalar_names:
+    lines, used = [], []
+    for name in scalar_names:  # each once: one base variant each
         lanes, variant = base_variant(name, library)
-        if variant not in declared:
-            declared.add(variant)
-            vector = f"vector<{lanes}x{_element(name)}>"
-            arity = FUNCTIONS[split_libm_name(name)[0]]
-            lines.append(f"llvm.func @{variant}({', '.join([vector] * arity)}) -> {vector} attributes {{{_NO_MEMORY}}}")
+        element, arity = _shape(name)
+        vector = f"vector<{lanes}x{element}>"
+        lines.append(f"llvm.func @{variant}({', '.join([vector] * arity)}) -> {vector} attributes {{{_NO_MEMORY}}}")
         for width, function in vector_functions(name, library):
             used.append(function)
             if function != variant:

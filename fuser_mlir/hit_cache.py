@@ -19,7 +19,9 @@ their type's range), whether each given output and each NumPy input updated
 in place is writable, whether a given output is its in-place input itself
 (which decides whether it is a separate destination), and overlaps of given
 outputs with inputs and with each other, and of inputs updated in place with
-the other inputs. Anything unusual (another array type, a
+the other inputs (byte ranges that meet are a miss, unless they meet at a
+pointer difference a full validation found elements apart at: interleaved
+views, :attr:`HitEntry.apart`). Anything unusual (another array type, a
 read-only output, an alias decision that differs from the remembered one) is
 a miss: the caller runs the full path, which raises the usual error or
 remembers the new signature.
@@ -59,6 +61,10 @@ _FLOAT_TYPES = (float, int, bool)
 _INT_TYPES = (int, bool)
 #: The finite floats: an int past them (10**400) has no float, and inf or NaN takes the full path.
 _FLOAT_BOUNDS = (-sys.float_info.max, sys.float_info.max)
+#: How many pointer differences a hit entry remembers for two arguments whose
+#: byte ranges meet without a shared element (HitEntry.apart); a call at
+#: another difference takes the full path.
+APART_LIMIT = 8
 
 
 @dataclass(eq=False)
@@ -87,7 +93,8 @@ class HitEntry:
     #: (written input, its pointer position, low, high, other tensor input,
     #: its pointer position, low, high) for each input updated in place and
     #: each other tensor input, both with elements: a hit whose byte ranges
-    #: meet takes the full path (which names the overlap)
+    #: meet takes the full path (which names the overlap), unless they meet
+    #: as they did in the remembered call (see ``apart``)
     written: tuple = ()
     #: per output passed: (index, alias, separate, pointer position, byte range
     #: relative to the pointer or None, whether it has its alias input's shape,
@@ -95,6 +102,15 @@ class HitEntry:
     #: equal), pointer position of the alias, whether a NumPy writeable flag
     #: must be checked)
     checks: tuple = ()
+    #: (pointer position, other pointer position) -> the differences (the
+    #: other pointer minus the first) at which the two tensor arguments' byte
+    #: ranges met in a remembered call, which the full validation found to
+    #: share no element (interleaved views: ``x[:, 0::2]`` and ``x[:, 1::2]``).
+    #: Whether two arrays share an element is a function of their shapes,
+    #: strides and dtypes, which the raw signature fixes, and of this
+    #: difference alone: a hit whose ranges meet at a remembered difference
+    #: shares none either. At most :data:`APART_LIMIT` differences a pair
+    apart: dict = field(default_factory=dict)
     #: the entry's runner, ``runner(args, given, pointers, memory) -> outputs``,
     #: made on its first hit by FusionExecutorCache (a generated replay on
     #: CUDA, see fuser_mlir.runtime.replay); ``graph``: the same with
@@ -193,8 +209,10 @@ class HitCache:
         for i in self._written:
             if type(inputs[i]) is np.ndarray and not inputs[i].flags.writeable:
                 return None  # an input updated in place, read-only: the full path names it
+        apart = entry.apart
         for _, at, low, high, _, other_at, other_low, other_high in entry.written:
-            if pointers[at] + low < pointers[other_at] + other_high and pointers[other_at] + other_low < pointers[at] + high:
+            start, other = pointers[at], pointers[other_at]
+            if start + low < other + other_high and other + other_low < start + high and other - start not in apart.get((at, other_at), ()):
                 return None  # an input updated in place meets another input: the full path names it
         args = self._scalars(inputs) if self._scalar_inputs else inputs
         if not entry.checks:
@@ -238,6 +256,7 @@ class HitCache:
             extent = _relative_extent(inputs[i])
             if extent is not None:
                 spans.append((i, input_at[i], *extent))
+        ranges = [(at, pointers[at] + low, pointers[at] + high) for _, at, low, high in spans]
         layout, checks = [], []
         for index in passed:
             buf, alias = outputs[index], self._visible[index].alias_input
@@ -245,16 +264,31 @@ class HitCache:
             layout.append((index, alias, separate))
             same_layout = alias is not None and _same_layout(buf, inputs[alias])
             alias_at = input_at[alias] if alias is not None else None
-            checks.append((index, alias, separate, given_at[index], _relative_extent(buf), same_layout, alias_at, type(buf) is np.ndarray))
+            extent = _relative_extent(buf)
+            checks.append((index, alias, separate, given_at[index], extent, same_layout, alias_at, type(buf) is np.ndarray))
+            if separate and extent is not None:
+                at = given_at[index]
+                ranges.append((at, pointers[at] + extent[0], pointers[at] + extent[1]))
+        apart = {  # every two ranges that meet (a hit consults only pairs the full validation found to share no element)
+            (a, b): frozenset({pointers[b] - pointers[a]})
+            for a, a_low, a_high in ranges for b, b_low, b_high in ranges if a != b and a_low < b_high and b_low < a_high
+        }
         existing = self._entries.get(signature)
         if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout):
-            return  # keep its runner (and any CUDA graph it built)
+            # keep its runner (and any CUDA graph it built); its guard (made
+            # with the runner) keeps the differences it knew and leaves new
+            # ones to lookup
+            for pair, differences in apart.items():
+                known = existing.apart.get(pair, frozenset())
+                if len(known) < APART_LIMIT:
+                    existing.apart[pair] = known | differences
+            return
         written = tuple((*span, *other) for span in spans if span[0] in self._written for other in spans if other[0] != span[0])
         if len(self._entries) >= self.limit:
             self._entries.clear()
         self.last = None
         self._entries[signature] = HitEntry(
-            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), signature=signature
+            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), apart, signature=signature
         )
 
     def guard(self, entry: HitEntry) -> "Guard | None":
@@ -305,8 +339,9 @@ class Guard:
             w.line("return None  # the full path converts or refuses it", 2)
             convert = "float" if fast is _FLOAT_TYPES else ("bool" if spec.dtype.name == "Bool" else "int")
             w.line(f"s{i} = {convert}(s{i})")
-        for i, _, low, high, other, _, other_low, other_high in entry.written:
-            w.line(f"if {_plus(f'p{i}', low)} < {_plus(f'p{other}', other_high)} and {_plus(f'p{other}', other_low)} < {_plus(f'p{i}', high)}:")
+        for i, at, low, high, other, other_at, other_low, other_high in entry.written:
+            meets = f"{_plus(f'p{i}', low)} < {_plus(f'p{other}', other_high)} and {_plus(f'p{other}', other_low)} < {_plus(f'p{i}', high)}"
+            w.line(f"if {meets}{self._elsewhere(at, f'p{i}', other_at, f'p{other}')}:")
             w.line("return None  # an input updated in place meets another input: the full path names it", 2)
         count = next(signature, None)
         if count is None:
@@ -355,7 +390,7 @@ class Guard:
         """_given's alias decisions and overlap checks, with the entry's constants."""
         entry = self.entry
         taken = []
-        for index, alias, separate, _, extent, same_layout, _, _ in entry.checks:
+        for index, alias, separate, at, extent, same_layout, _, _ in entry.checks:
             given = f"g{index}"
             if alias is not None and same_layout:  # (not same_layout: separate, see HitCache.guard)
                 w.line(f"if {given} {'==' if separate else '!='} p{alias}:")
@@ -364,14 +399,24 @@ class Guard:
                 continue
             low, high = _plus(given, extent[0]), _plus(given, extent[1])
             meets = [
-                f"{low} < {_plus(f'p{i}', other_high)} and {_plus(f'p{i}', other_low)} < {high}"
-                for i, _, other_low, other_high in entry.spans
+                f"{low} < {_plus(f'p{i}', other_high)} and {_plus(f'p{i}', other_low)} < {high}{self._elsewhere(at, given, position, f'p{i}')}"
+                for i, position, other_low, other_high in entry.spans
             ]
-            meets += [f"{low} < {other_high} and {other_low} < {high}" for other_low, other_high in taken]
+            meets += [
+                f"{low} < {other_high} and {other_low} < {high}{self._elsewhere(at, given, position, other)}"
+                for position, other, other_low, other_high in taken
+            ]
             for condition in meets:
                 w.line(f"if {condition}:")
-                w.line("return None  # byte ranges meet: the full path decides and names the overlap", 2)
-            taken.append((low, high))
+                w.line("return None  # byte ranges meet (elsewhere than where they met apart): the full path decides and names the overlap", 2)
+            taken.append((at, given, low, high))
+
+    def _elsewhere(self, at: int, name: str, other_at: int, other: str) -> str:
+        """`` and <other> - <name> not in (D, ...)`` where the two arguments'
+        byte ranges met at those differences in remembered calls, sharing no
+        element (HitEntry.apart); else nothing: any meeting is a miss."""
+        differences = self.entry.apart.get((at, other_at))
+        return "" if not differences else f" and {other} - {name} not in {tuple(sorted(differences))!r}"
 
     def arg(self, index: int) -> str:
         return f"s{index}" if index in self._scalars else f"inputs[{index}]"
@@ -392,6 +437,7 @@ def _given(entry: HitEntry, outputs, pointers: list) -> dict | None:
     then decides, precisely, and names the overlap)."""
     given = {}
     taken = []
+    apart = entry.apart
     for index, alias, separate, at, extent, same_layout, alias_at, numpy_buffer in entry.checks:
         buf = outputs[index]
         if numpy_buffer and not buf.flags.writeable:
@@ -407,12 +453,12 @@ def _given(entry: HitEntry, outputs, pointers: list) -> dict | None:
         low, high = base + extent[0], base + extent[1]
         for _, position, other_low, other_high in entry.spans:
             start = pointers[position]
-            if low < start + other_high and start + other_low < high:
+            if low < start + other_high and start + other_low < high and start - base not in apart.get((at, position), ()):
                 return None
-        for other_low, other_high in taken:
-            if low < other_high and other_low < high:
+        for position, other_low, other_high in taken:
+            if low < other_high and other_low < high and pointers[position] - base not in apart.get((at, position), ()):
                 return None
-        taken.append((low, high))
+        taken.append((at, low, high))
     return given
 
 

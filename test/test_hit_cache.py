@@ -263,6 +263,69 @@ def test_an_output_given_its_own_inplace_input_is_decided_per_call():
     np.testing.assert_allclose(x, x2 * 2, rtol=1e-6)
 
 
+def interleaved_rows(rows: int = 18, cols: int = 16) -> np.ndarray:
+    """A 64-byte aligned float32 block whose even and odd rows (``[0::2]``,
+    ``[1::2]``) are views with one raw signature: byte ranges that meet,
+    elements apart."""
+    return rand(rows * cols).reshape(rows, cols)
+
+
+def test_interleaved_views_hit_only_at_a_difference_the_full_path_passed():
+    # They never hit: their byte ranges meet, so every call took the full path (17x slower here).
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.cos(a))
+        fd.add_output(fd.ops.sin(b))
+        fd.add_output(a + b, a)  # a updated in place; b, read, interleaves with it
+    fec = FusionExecutorCache(fd)
+    block, out = interleaved_rows(), poisoned(18 * 16).reshape(18, 16)
+
+    def call(a_rows, b_rows, first_rows, second_rows):
+        a, b = block[a_rows], block[b_rows]
+        a0, b0 = a.astype(np.float64), b.astype(np.float64)
+        out[...] = np.nan
+        first, second = out[first_rows], out[second_rows]
+        results = fec.run([a, b], outputs=[first, second])
+        assert len(results) == 2 and results[0] is first and results[1] is second
+        np.testing.assert_allclose(first, np.cos(a0), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(second, np.sin(b0), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(a, a0 + b0, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(b, b0.astype(np.float32))
+
+    even, odd = slice(0, 16, 2), slice(1, 16, 2)
+    assert fec._hits.lookup([block[even], block[odd]], [out[even], out[odd]]) is None  # nothing remembered yet
+    call(even, odd, even, odd)
+    assert fec._hits.lookup([block[even], block[odd]], [out[even], out[odd]]) is not None
+    call(even, odd, even, odd)
+    # the same raw signature with the views the other way round: apart as well, but at
+    # differences no call passed yet; the full path decides, then they hit too
+    swapped = [block[odd], block[even]], [out[odd], out[even]]
+    assert fec._hits.signature(*swapped) == fec._hits.signature([block[even], block[odd]], [out[even], out[odd]])
+    assert fec._hits.lookup(*swapped) is None
+    call(odd, even, odd, even)
+    assert fec._hits.lookup(*swapped) is not None
+    assert fec._hits.lookup([block[even], block[odd]], [out[even], out[odd]]) is not None
+    call(odd, even, odd, even)
+    call(even, odd, even, odd)
+    assert len(fec._hits._entries) == 1 and fec.stats.compilations == 1
+    # the same raw signature, sharing elements: never a hit, the full path's message, nothing written
+    shared = slice(2, 18, 2)  # rows 2, 4, ..., 16: shares rows with `even`
+    overlapping = {
+        "input 0 is updated in place, but it shares memory with input 1": ([block[even], block[shared]], [out[even], out[odd]]),
+        "output 0 overlaps output 1": ([block[even], block[odd]], [out[even], out[shared]]),
+        "output 1 overlaps input 1": ([block[even], block[odd]], [out[even], block[odd]]),
+    }
+    for message, (inputs, outputs) in overlapping.items():
+        assert fec._hits.signature(inputs, outputs) == fec._hits.signature([block[even], block[odd]], [out[even], out[odd]])
+        assert fec._hits.lookup(inputs, outputs) is None, message
+        kept, kept_out = block.copy(), out.copy()
+        with pytest.raises(InputError, match=message):
+            fec.run(inputs, outputs)
+        np.testing.assert_array_equal(block, kept)
+        np.testing.assert_array_equal(out, kept_out)
+
+
 def test_the_table_is_bounded_and_starts_over():
     fec = FusionExecutorCache(scaled_add())
     fec._hits.limit = 4

@@ -404,10 +404,43 @@ def guard_cases():
         ("the largest Int scalar", [a, b, 2.5, 2**63 - 1], [separate], True),
         ("an Int scalar past its range", [a, b, 2.5, 2**63], [separate], False),
     ]
-    return [(chain(3), [x, y], [out], chain_variants), (scaled_in_place(), [a, b, 2.5, 3], [separate], in_place)]
+    rows = interleaved_rows(0x1000_0000)
+    out_rows = interleaved_rows(0x3000_0000)
+    interleaved = [
+        ("same arrays", rows, out_rows, True),
+        ("the same interleaving elsewhere", interleaved_rows(0x5000_0000), interleaved_rows(0x6000_0000), True),
+        ("apart altogether", [rows[0], interleaved_rows(0x5000_0000)[1]], [out_rows[0], interleaved_rows(0x6000_0000)[1]], True),
+        ("the views the other way round", rows[::-1], out_rows[::-1], False),  # apart too, at differences not yet passed
+        ("inputs sharing rows", [rows[0], interleaved_rows(0x1000_0000 - 64)[1]], out_rows, False),
+        ("outputs sharing rows", rows, [out_rows[0], interleaved_rows(0x3000_0000 - 64)[1]], False),
+        ("an output over the input read", rows, [out_rows[0], rows[1]], False),
+        ("an output over the input updated in place", rows, [rows[0], out_rows[1]], False),
+    ]
+    return [
+        (chain(3), [x, y], [out], chain_variants),
+        (scaled_in_place(), [a, b, 2.5, 3], [separate], in_place),
+        (interleaved_in_place(), rows, out_rows, interleaved),
+    ]
 
 
-@pytest.mark.parametrize("case", [0, 1], ids=["chain", "scalars and in place"])
+def interleaved_in_place():
+    """a <- a + b in place, and cos(a), sin(b): given the even and odd rows of one block (interleaved_rows)."""
+    with FusionDefinition(name="interleaved") as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.cos(a))
+        fd.add_output(fd.ops.sin(b))
+        fd.add_output(a + b, a)
+    return fd
+
+
+def interleaved_rows(base: int) -> list:
+    """The even and odd rows of a 16 x 16 float32 block at ``base``: byte
+    ranges that meet, no element shared, 64 bytes apart (one alignment class)."""
+    return [device_array(base + start, (8, 16), strides=(128, 4)) for start in (0, 64)]
+
+
+@pytest.mark.parametrize("case", [0, 1, 2], ids=["chain", "scalars and in place", "interleaved"])
 def test_the_guarded_replay_takes_exactly_the_calls_the_table_gives_its_entry(stubbed_hits, case):
     """HitEntry.fast (the replay with the entry's checks built in) must never
     take a call that lookup() would not give its entry, and must launch what

@@ -22,7 +22,11 @@ layer norm, and a softmax of one row of 16M elements, as compiled
 (``fuser-block-rows``: block by block of rows), without
 ``fuser-share-call-results`` and with
 ``fuser-block-rows{block-bytes=0}`` (each loop nest over the whole arrays),
-on one thread and on all. Prints tables and writes JSON.
+on one thread and on all. Then the chain on 16M elements as rows of 1, 3,
+7 and 1024, with dims merged (as the runtime runs an elementwise kernel's
+short rows, ``fuser_mlir.runtime.cpu.merged_dims``) and as they are
+(``MERGE_BELOW = 0``), on one thread and on all, NumPy beside. Prints
+tables and writes JSON.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 
 from fuser_mlir import DataType, FusionDefinition, config
 from fuser_mlir.pipeline import PIPELINES
+from fuser_mlir.runtime import cpu as cpu_runtime
 
 
 def pointwise_chain(scale: int = 0):
@@ -292,6 +297,44 @@ def column_sums(threads: int, repeat: int, scale: int = 0) -> list[dict]:
     return rows
 
 
+@contextlib.contextmanager
+def unmerged():
+    """Elementwise kernels run their short rows as they are (no merged dims)."""
+    saved = cpu_runtime.MERGE_BELOW
+    cpu_runtime.MERGE_BELOW = 0
+    try:
+        yield
+    finally:
+        cpu_runtime.MERGE_BELOW = saved
+
+
+def short_rows(threads: int, repeat: int, scale: int = 0) -> list[dict]:
+    """The pointwise chain's operations on 16M float32 elements (``scale``:
+    4**scale times fewer) as rows of 1, 3, 7 and 1024 columns, merged and
+    unmerged, each on one thread and on ``threads``; NumPy beside."""
+    _, _, (x, y), numpy_version, ref, _ = pointwise_chain(scale)
+    with FusionDefinition(name="chain6_rows") as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.tanh(fd.ops.exp(a * 0.5 + b) - 1.0) * b)
+    rows = []
+    for columns in (1, 3, 7, 1024):
+        n = x.size // columns * columns
+        inputs = [x[:n].reshape(-1, columns), y[:n].reshape(-1, columns)]
+        given = [np.full(inputs[0].shape, np.nan, np.float32)]
+        fd.execute(inputs, outputs=given)
+        err = float(np.max(np.abs(given[0].ravel() - ref[:n])))
+        assert err < 1e-4 * max(1.0, float(np.max(np.abs(ref)))), f"rows of {columns}: max abs error {err}"
+        row = {"shape": list(inputs[0].shape)}
+        for label, variant in (("merged", contextlib.nullcontext), ("unmerged", unmerged)):
+            with variant():
+                row[f"{label}_one_thread_ms"] = timed_on(1, lambda: fd.execute(inputs, outputs=given), repeat) * 1e3
+                row[f"{label}_ms"] = timed_on(threads, lambda: fd.execute(inputs, outputs=given), repeat) * 1e3
+        row["numpy_ms"] = median_time(lambda: numpy_version(*inputs), repeat) * 1e3
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="bench/results/cpu.json")
@@ -347,11 +390,19 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'case':<44} " + " ".join(f"{label:>15}" for label in ROW_BLOCK_VARIANTS))
     for r in blocks:
         print(f"{r['case']:<44} " + " ".join(f"{r[f'{label}_one_thread_ms']:7.2f} {r[f'{label}_ms']:7.2f}" for label in ROW_BLOCK_VARIANTS))
+    short = short_rows(threads, args.repeat, args.scale)
+    print(f"\nthe chain as rows of 1 to 1024 columns, ms: dims merged (as run) and as they are, 1 thread / {threads}")
+    print(f"{'shape':>14} {'merged':>15} {'unmerged':>15} {'numpy':>7}")
+    for r in short:
+        print(
+            f"{'x'.join(map(str, r['shape'])):>14} {r['merged_one_thread_ms']:7.2f} {r['merged_ms']:7.2f} "
+            f"{r['unmerged_one_thread_ms']:7.2f} {r['unmerged_ms']:7.2f} {r['numpy_ms']:7.2f}"
+        )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads, "rows": rows, "chain_sizes": sizes,
-        "column_sums": sums, "row_blocks": blocks,
+        "column_sums": sums, "row_blocks": blocks, "short_rows": short,
     }
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

@@ -80,3 +80,25 @@ def keep_every_intermediate():
         patch.setattr(plan_runtime.Intermediates, "take", counted_take)
         patch.setattr(plan_runtime.Intermediates, "give", poisoned_give)
         yield counts
+
+
+@contextlib.contextmanager
+def merging(on: bool | None = None):
+    """Elementwise kernels merge dims on every call of rows of more than one
+    element (``on``), or never (``on=False``), or where the runtime's
+    thresholds say (None); the returned counter's ``merged`` is how many
+    calls did."""
+    counts: Counter = Counter()
+    merged_dims = cpu_runtime.merged_dims
+
+    def counted(args, tensors):
+        merged = merged_dims(args, tensors)
+        counts["merged"] += merged is not None
+        return merged
+
+    with pytest.MonkeyPatch.context() as patch:
+        if on is not None:
+            patch.setattr(cpu_runtime, "MERGE_BELOW", 1 << 62 if on else 0)
+            patch.setattr(cpu_runtime, "MERGE_FROM", 0)
+        patch.setattr(cpu_runtime, "merged_dims", counted)
+        yield counts

@@ -200,8 +200,9 @@ def test_compile_time_compiles_each_case_both_ways_and_writes_json(tmp_path, cap
 def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_path, capsys):
     """bench/cpu.py at 4**4 times fewer elements: every case checked against
     its reference, timed on one thread and on FUSER_CPU_THREADS, the chain
-    by size, the column sums jammed and row by row, and the row softmax and
-    layer norm block by block of rows and whole."""
+    by size, the column sums jammed and row by row, the row softmax and
+    layer norm block by block of rows and whole, and the chain as short rows,
+    merged and not."""
     bench = load("cpu")
     out = tmp_path / "cpu.json"
     bench.main(["--json", str(out), "--repeat", "1", "--scale", "4"])
@@ -219,8 +220,11 @@ def test_cpu_bench_times_each_case_on_one_and_all_threads_and_writes_json(tmp_pa
     assert all((row["numpy_ms"] is not None) == (row["dtype"] == "Float") for row in result["column_sums"])
     assert [row["case"] for row in result["row_blocks"]] == ["row softmax (256x256 f32)", "layer norm (256x256 f32)", "softmax of one row (65536 f32)"]
     assert all(row[f"{label}{threads}_ms"] > 0 for row in result["row_blocks"] for label in ("blocked", "unshared", "whole") for threads in ("", "_one_thread"))
+    assert [row["shape"] for row in result["short_rows"]] == [[65536, 1], [21845, 3], [9362, 7], [64, 1024]]
+    assert all(row[f"{label}{threads}_ms"] > 0 for row in result["short_rows"] for label in ("merged", "unmerged") for threads in ("", "_one_thread"))
     printed = capsys.readouterr().out
     assert result["threads"] >= 1 and "the chain by size" in printed and "sums over dim 0 (or dims 0, 1) by width" in printed and "block by block of rows" in printed
+    assert "the chain as rows of 1 to 1024 columns" in printed
 
 
 def test_each_row_is_printed_as_measured_and_sigterm_stops_the_bench_like_ctrl_c(run):

@@ -99,7 +99,7 @@ from fuser_mlir._mlir import ExecutionEngine, ir
 from fuser_mlir.dialect import types as T
 from fuser_mlir.errors import CompileError, PipelineError
 from fuser_mlir.passes.lower_to_cpu import is_segment, symbol_name
-from fuser_mlir.lowering.cpu_split import inner_split_dims, split_dims
+from fuser_mlir.lowering.cpu_split import inner_split_dims, split_dims, why_not_elementwise
 from fuser_mlir.lowering.vector_library import host_vector_library
 from fuser_mlir.pipeline import PIPELINES, run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT, ArgKind, CpuKernel, check_library, host_target, image_spec
@@ -175,20 +175,23 @@ def _check_symbols(module: ir.Module, source: str) -> None:
         )
 
 
-def segment_splits(module: ir.Module, kinds: dict[str, list[ArgKind]]) -> tuple[dict[str, tuple | None], dict[str, tuple | None]]:
-    """Per segment of ``module`` (at the memref level), the dims along which
-    its calls may be cut into blocks that run side by side, or None
-    (:func:`fuser_mlir.lowering.cpu_split.split_dims`); and the same for its
-    inner split (:func:`~fuser_mlir.lowering.cpu_split.inner_split_dims`)."""
-    splits: dict[str, tuple | None] = {}
-    inner_splits: dict[str, tuple | None] = {}
+def segment_cuts(module: ir.Module, kinds: dict[str, list[ArgKind]]) -> dict[str, dict]:
+    """Per segment of ``module`` (at the memref level), how the runtime may
+    cut and reshape its calls, as :class:`CpuKernel`'s keyword arguments:
+    ``split``, the dims along which its calls may be cut into blocks that
+    run side by side, or None (:func:`fuser_mlir.lowering.cpu_split.split_dims`);
+    ``inner_split``, the same for its inner split
+    (:func:`~fuser_mlir.lowering.cpu_split.inner_split_dims`); ``elementwise``,
+    whether its calls may merge dims (:func:`~fuser_mlir.lowering.cpu_split.why_not_elementwise`)."""
+    cuts: dict[str, dict] = {}
     for op in module.body.operations:
         op = op.operation
         if op.name == "func.func" and symbol_name(op) in kinds:
-            name = symbol_name(op)
-            splits[name] = split_dims(op)
-            inner_splits[name] = inner_split_dims(op, splits[name])
-    return splits, inner_splits
+            split = split_dims(op)
+            cuts[symbol_name(op)] = {
+                "split": split, "inner_split": inner_split_dims(op, split), "elementwise": why_not_elementwise(op) is None,
+            }
+    return cuts
 
 
 def cpu_pipeline(vector_library: str = "") -> str:
@@ -272,7 +275,7 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
     before_loops, loops = split_pipeline(cpu_pipeline(vector_library))
     try:
         run_pipeline(lowered, before_loops)
-        splits, inner_splits = segment_splits(lowered, kinds)
+        cuts = segment_cuts(lowered, kinds)
         lowered = copies_as_linalg(lowered)
         run_pipeline(lowered, loops)
     except PipelineError as err:
@@ -296,8 +299,8 @@ def compile_cpu(module: ir.Module, *, opt_level: int = 3, vector_library: str | 
                 pipeline=CPU_PIPELINE,
                 reproducer=save_reproducer(source, "fuser-cpu"),
             )
-        program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine, split=splits[name], inner_split=inner_splits[name])
-    program.image, program.image_error = kernel_image(engine, kinds, splits, inner_splits)
+        program.kernels[name] = CpuKernel(address, arg_kinds, name=name, keepalive=engine, **cuts[name])
+    program.image, program.image_error = kernel_image(engine, kinds, cuts)
     return program
 
 
@@ -316,7 +319,7 @@ def link_shared_library(object_file: Path, output: Path, compiler: str) -> None:
         raise CompileError(f"linking the CPU kernels failed: {' '.join(command)}", diagnostics=result.stderr)
 
 
-def kernel_image(engine, kinds: dict[str, list[ArgKind]], splits: dict | None = None, inner_splits: dict | None = None) -> tuple[KernelImage | None, str]:
+def kernel_image(engine, kinds: dict[str, list[ArgKind]], cuts: dict | None = None) -> tuple[KernelImage | None, str]:
     """The engine's code as a CPU kernel image, or None and the reason."""
     compiler = config.c_compiler()
     if not compiler:
@@ -333,4 +336,4 @@ def kernel_image(engine, kinds: dict[str, list[ArgKind]], splits: dict | None = 
     reason = check_library(data)
     if reason is not None:
         raise CompileError(f"the linked CPU kernel library is not loadable: {reason}")
-    return KernelImage("cpu", image_spec(LIBRARY, kinds, host_target(), splits, inner_splits), {LIBRARY: data}), ""
+    return KernelImage("cpu", image_spec(LIBRARY, kinds, host_target(), cuts), {LIBRARY: data}), ""

@@ -66,6 +66,10 @@ is the batch; the columns of an elementwise op on a matrix). The runtime
 takes it where the split dims are shorter than the threads, and
 ``fuser-block-rows`` where one index of the split dim holds more than a
 block.
+
+:func:`why_not_elementwise` says whether a segment computes each element
+from the elements at the same index alone; the runtime then merges the
+dims of a call of short rows and cuts it along any dim.
 """
 
 from __future__ import annotations
@@ -117,6 +121,77 @@ def why_not_split(function: ir.Operation) -> str | None:
         _split_dims(function)
     except _NotSplittable as err:
         return str(err)
+    return None
+
+
+def why_not_elementwise(function: ir.Operation) -> str | None:
+    """Why the segment ``function`` (memref level, as :func:`split_dims`
+    reads it) is not *elementwise*, or None when it is.
+
+    An elementwise segment computes each element of every buffer it writes
+    from the elements at the same index of the buffers it reads, and of
+    nothing else: every loop nest is a ``linalg.generic`` of parallel loops
+    only, whose every buffer operand has the identity map, whose body reads
+    no loop index and no buffer, or a copy or fill of whole buffers; every
+    buffer has the nests' rank and only dynamic sizes; an allocation takes
+    its size at each dim from a ``memref.dim`` of a buffer at that dim, and
+    a ``memref.dim`` sizes allocations and nothing else. Its calls then give
+    the same elements on any views of their buffers that are one view
+    reshaped the same way for all of them, so the runtime may merge dims
+    that lie back to back in memory in every argument (rows of 3 of a
+    contiguous ``[n, 3]`` array, one row of ``3 n``) and cut the call into
+    blocks along any dim (:class:`fuser_mlir.runtime.cpu.CpuKernel`)."""
+    block = function.regions[0].blocks[0]
+    buffers = [arg for arg in block.arguments if isinstance(arg.type, ir.MemRefType)]
+    if not buffers:
+        return "it has no buffer argument"
+    rank = ir.MemRefType(buffers[0].type).rank
+    sizing: list[tuple[ir.Value, int]] = []  # (memref.dim result, the dim an allocation takes it for)
+    extents: dict = {}  # memref.dim result -> the dim it reads
+    for op in block.operations:
+        op = op.operation
+        name = op.name
+        if name == "linalg.generic":
+            reason = _not_elementwise_generic(Generic.of(op), rank)
+            if reason:
+                return reason
+        elif name in ("linalg.copy", "memref.copy", "linalg.fill"):
+            pass  # (every buffer's rank is checked below: a copy or fill of rank-``rank`` buffers is whole)
+        elif name == "memref.alloc":
+            buffers.append(op.result)
+            sizing += [(size, dim) for size, dim in zip(op.operands, _dynamic_dims(op.result.type))]
+        elif name == "memref.dim":
+            index = op.operands[1].owner
+            if isinstance(index, ir.Block) or index.name != "arith.constant":
+                return "a memref.dim reads a dim that is not a constant"
+            extents[op.result] = ir.IntegerAttr(index.attributes["value"]).value
+        elif name not in _NEUTRAL and not name.startswith("arith."):
+            return f"'{name}' is not one of the ops an elementwise segment may have"
+    for buffer in buffers:
+        memref = ir.MemRefType(buffer.type)
+        if memref.rank != rank or len(_dynamic_dims(buffer.type)) != rank:
+            return f"a {buffer.type} is not of rank {rank} with dynamic sizes only"
+    for size, dim in sizing:
+        if extents.get(size) != dim:
+            return f"an allocation's size at dim {dim} is not a memref.dim at that dim"
+    for result in extents:
+        for use in result.uses:
+            if use.owner.operation.name != "memref.alloc":
+                return "a memref.dim is used for more than the size of an allocation"
+    return None
+
+
+def _not_elementwise_generic(g: Generic, rank: int) -> str | None:
+    if g.reduction or len(g.iterators) != rank:
+        return f"a linalg.generic's loops are not {rank} parallel ones"
+    for operand, amap in zip(g.inputs + g.outputs, g.maps):
+        if isinstance(operand.type, ir.MemRefType) and amap != ir.AffineMap.get_identity(rank):
+            return f"a linalg.generic indexes an operand with {amap}"
+    for op in g.body.operations:
+        if op.name == "linalg.index":
+            return "a linalg.generic reads a loop index"
+        if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
+            return f"a linalg.generic's body reads a buffer of its own ('{op.name}')"
     return None
 
 

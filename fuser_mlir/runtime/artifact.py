@@ -80,9 +80,11 @@ FORMAT = "fuser-mlir-artifact"
 #: version 1 would launch with none: they refuse version 2 by its number.
 #: Version 3: a launch formula may read the device's SM count (``["sms"]``,
 #: a grid of one block an SM), which readers of version 2 do not know.
-FORMAT_VERSION = 3
+#: Version 4: a CPU kernel may be ``elementwise`` (its calls merge dims),
+#: a field readers of version 3 do not know.
+FORMAT_VERSION = 4
 #: The format versions read (older artifacts have fewer kinds of formulas).
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST = "manifest.json"
 #: The manifest field that holds the sha256 of the rest of the manifest
 #: (:func:`manifest_digest`). Older readers ignore it, so it needed no new

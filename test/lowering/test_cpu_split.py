@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from blocks import cut_into_blocks, keep_every_intermediate, whole_calls
-from hypothesis import assume, given
+from blocks import cut_into_blocks, keep_every_intermediate, merging, whole_calls
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from random_programs import PROGRAMS_OF_ALL_DTYPES, derandomized, input_shapes, random_fusion, random_input
 from reference import evaluate
@@ -33,7 +33,7 @@ from fuser_mlir.compiler import compile_fusion
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import InputError
 from fuser_mlir.lowering.cpu import cpu_pipeline, segments_only, split_pipeline
-from fuser_mlir.lowering.cpu_split import why_not_split
+from fuser_mlir.lowering.cpu_split import why_not_elementwise, why_not_split
 from fuser_mlir.passes.lower_to_cpu import symbol_name
 from fuser_mlir.pipeline import run_pipeline
 
@@ -248,6 +248,71 @@ def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_runs_whole():
         assert why_not_split(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
 
 
+def elementwise_chain(fd, x):
+    y = fd.define_tensor([-1] * x.ndim, dtype=DataType.Float)
+    t = fd.ops.sin(x) * fd.define_scalar(dtype=DataType.Float) + y
+    fd.add_output(t)
+    fd.add_output(fd.ops.cast(fd.ops.exp(t), DataType.Half))
+
+
+ELEMENTWISE = {
+    # fusion: why its segment is not elementwise (None: it is)
+    elementwise_chain: None,
+    scaled: None,
+    softmax: "a linalg.generic's loops are not 2 parallel ones",
+    broadcast_row: "a linalg.generic indexes an operand with (d0, d1) -> (0, d1)",
+    transposed: "a linalg.generic indexes an operand with (d0, d1) -> (d1, d0)",
+    two_nests: "a linalg.generic's loops are not 2 parallel ones",  # its nest over the vector
+    flattened: "'memref.store' is not one of the ops an elementwise segment may have",  # the shape of a memref.reshape
+}
+
+
+@pytest.mark.parametrize("build", ELEMENTWISE, ids=lambda build: build.__name__)
+def test_which_segments_are_elementwise(build):
+    reason = ELEMENTWISE[build]
+    compiled = compile_fusion(fusion_of(build, [-1, -1]), device="cpu")
+    (kernel,) = compiled.kernels.values()
+    assert kernel.elementwise == (reason is None)
+    assert [entry["elementwise"] for entry in compiled.image.spec["kernels"].values()] == [reason is None]
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(compiled.stages["outlined"], context=context)
+        lowered, kinds = segments_only(module)
+        run_pipeline(lowered, split_pipeline(cpu_pipeline())[0])
+        (why,) = [why_not_elementwise(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
+    assert why == reason if reason is None else reason in why
+
+
+def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_is_not_elementwise():
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(HAND_WRITTEN, context=context)
+        index, captured = [op.operation for op in module.body.operations]
+        assert why_not_elementwise(index) == "a linalg.generic reads a loop index"
+        assert why_not_elementwise(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
+
+
+@pytest.mark.parametrize("shape", [(100_000, 3), (300_000, 1), (2, 20_000, 7)])
+def test_short_rows_of_a_large_elementwise_call_run_merged_on_the_threads(shape):
+    # rows of 1 to 7 ran 2-7x slower than long rows: the vector loop was never entered
+    from fuser_mlir.runtime import cpu as cpu_runtime
+
+    with FusionDefinition(name="short_rows") as fd:
+        elementwise_chain(fd, fd.define_tensor([-1] * len(shape), dtype=DataType.Float))
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    entry = [x.copy(), y.copy()]
+    args = [x, y, 0.5] if fd.inputs[1].kind == "tensor" else [x, 0.5, y]
+    expected = evaluate(fd, args)
+    outputs = [np.full(shape, np.nan, np.float32), np.full(shape, np.nan, np.float16)]
+    assert shape[-1] < cpu_runtime.MERGE_BELOW and x.size >= cpu_runtime.MERGE_FROM
+    with merging() as merged, cut_into_blocks(threads=2) as counts:
+        fd.execute(args, outputs=outputs)
+    assert merged["merged"] == 1 and counts["cut"] == 1
+    np.testing.assert_allclose(outputs[0], expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outputs[1].astype(np.float64), expected[1], rtol=2e-3, atol=1e-6)
+    for got, want in zip((x, y), entry):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_split_dims_travel_with_the_kernel_image():
     compiled = compile_fusion(fusion_of(outer_product, [-1, -1]), device="cpu")
     assert [entry["split"] for entry in compiled.image.spec["kernels"].values()] == [[0, 0, None, 0]]
@@ -357,3 +422,106 @@ def test_random_fusions_give_the_same_bits_cut_into_blocks():
     # reshape (a copy): a fifth of the calls split (21 of 93 when written)
     # few random programs have intermediates (the in-place random test has more)
     assert totals["cut"] >= totals["calls"] // 5 and totals["kept"] >= 4, totals
+
+
+def test_random_fusions_give_the_same_bits_with_dims_merged():
+    """Elementwise kernels (cpu_split.why_not_elementwise) run a call on views
+    with its dims merged where they lie back to back in every argument
+    (runtime.cpu.merged_dims); forced on every call here, the random
+    programs must give the bits they give with merging off."""
+    totals = {"calls": 0, "merged": 0}
+
+    @derandomized(60)
+    @given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS, seed=st.integers(0, 2**16))
+    def check(shapes, dtypes, steps, layout, seed):
+        fd = random_fusion(shapes, dtypes, steps)
+        rng = np.random.default_rng(seed)
+        concrete = input_shapes(fd, rng)
+        try:
+            fd.check_input_shapes(concrete)
+        except InputError:
+            assume(False)  # a flattened dim bound to another size
+        arrays = [laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)]
+        entry = [a.copy() for a in arrays]
+        with merging(on=False) as off:
+            plain = fd.execute(arrays)
+        with merging(on=True) as on, cut_into_blocks() as counts:
+            merged = fd.execute(arrays)
+        assert off["merged"] == 0
+        for k, (a, b) in enumerate(zip(merged, plain)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes(), f"output {k} differs with dims merged:\n{a}\n{b}"
+        for k, (a, b) in enumerate(zip(arrays, entry)):
+            np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+        totals["calls"] += counts["calls"]
+        totals["merged"] += on["merged"]
+
+    check()
+    assert totals["merged"] >= 5, totals
+
+
+def view_of(values: np.ndarray, how: str, dim: int) -> np.ndarray:
+    """A view holding ``values`` in a layout: "dense", "every other"
+    element along ``dim`` (one stride: merges), "reversed" along ``dim``
+    (merges only where every dim is reversed), "transposed" (dims reversed,
+    back to back the other way round: does not merge), or "padded" rows (a
+    gap after each row: the last dim merges with no other)."""
+    if how == "dense":
+        return values.copy()
+    if how == "every other":
+        shape = list(values.shape)
+        shape[dim] *= 2
+        wide = np.zeros(shape, values.dtype)
+        index = [slice(None)] * values.ndim
+        index[dim] = slice(None, None, 2)
+        wide[tuple(index)] = values
+        return wide[tuple(index)]
+    if how == "reversed":
+        index = [slice(None)] * values.ndim
+        index[dim] = slice(None, None, -1)
+        return np.ascontiguousarray(values[tuple(index)])[tuple(index)]
+    if how == "transposed":
+        return np.ascontiguousarray(values.T).T
+    wide = np.zeros(values.shape[:-1] + (values.shape[-1] + 1,), values.dtype)
+    wide[..., :-1] = values
+    return wide[..., :-1]
+
+
+VIEWS = st.sampled_from(["dense", "dense", "every other", "reversed", "transposed", "padded"])
+
+
+@derandomized(60)
+@example(shape=[5, 3, 1], views=[("padded", 0), ("dense", 0), ("padded", 0), ("every other", 2)], seed=1)  # rows of 1: merged away
+@example(shape=[3, 1, 5], views=[("every other", 1), ("dense", 0), ("reversed", 0), ("dense", 0)], seed=2)  # one reversed: no merge
+@given(
+    shape=st.lists(st.sampled_from([1, 2, 3, 5]), min_size=2, max_size=4),
+    views=st.lists(st.tuples(VIEWS, st.integers(0, 3)), min_size=4, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_an_elementwise_fusion_gives_the_same_bits_with_dims_merged_in_any_layout(shape, views, seed):
+    # the layouts of x, y and of the two given outputs, each its own; dims merge only
+    # where they lie back to back in all four (and size-1 dims drop out)
+    rank = len(shape)
+    rng = np.random.default_rng(seed)
+    with FusionDefinition(name="elementwise") as fd:
+        elementwise_chain(fd, fd.define_tensor([-1] * rank, dtype=DataType.Float))
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    s = float(rng.standard_normal())
+    laid = [view_of(v, how, dim % rank) for v, (how, dim) in zip((x, y), views)]
+    expected = evaluate(fd, [x, s, y] if fd.inputs[1].kind != "tensor" else [x, y, s])
+    results = {}
+    for on in (False, True):
+        outputs = [view_of(np.full(shape, np.nan, dtype), how, dim % rank) for dtype, (how, dim) in zip((np.float32, np.float16), views[2:])]
+        arguments = [laid[0], laid[1], s] if fd.inputs[1].kind == "tensor" else [laid[0], s, laid[1]]
+        with merging(on) as counts:
+            got = fd.execute(arguments, outputs=outputs)
+        assert all(g is o for g, o in zip(got, outputs))
+        results[on] = [g.tobytes() for g in got], counts["merged"]
+    for g, want in zip(got, expected):
+        np.testing.assert_allclose(g.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+    assert results[True][0] == results[False][0]
+    np.testing.assert_array_equal(laid[0], x)
+    np.testing.assert_array_equal(laid[1], y)
+    mergeable = sum(size > 1 for size in shape) >= 2 and all(how in ("dense", "every other") for how, _ in views)
+    if mergeable:
+        assert results[True][1] == 1

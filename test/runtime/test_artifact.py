@@ -20,7 +20,7 @@ from fuser_mlir import DataType, FusionDefinition
 from fuser_mlir.errors import ArtifactError, DeviceError, InputError
 from fuser_mlir.runtime import artifact
 from fuser_mlir.runtime.artifact import DIGEST, MANIFEST, LoadedFusion, manifest_digest, read_artifact
-from blocks import cut_into_blocks
+from blocks import cut_into_blocks, merging
 from devices import subprocess_env
 from reference import evaluate
 
@@ -229,7 +229,7 @@ def pinned_mlir_version() -> str:
 def test_the_manifest_records_versions_signature_plan_and_checksums(exported):
     _, path = exported
     manifest, files = read_artifact(path)
-    assert manifest["format_version"] == 3 and manifest["backend"] == "cpu"
+    assert manifest["format_version"] == 4 and manifest["backend"] == "cpu"
     assert manifest["compiler_version"].startswith(fuser_mlir.__version__ + "+")
     assert manifest["mlir_version"] == pinned_mlir_version()
     assert [s["shape"] for s in manifest["signature"]["inputs"]] == [[-1, -1], [1, -1], []]
@@ -367,7 +367,7 @@ def test_an_export_to_a_place_that_cannot_be_written_is_an_artifact_error(tmp_pa
 def test_a_wrong_format_version_is_refused(exported, tmp_path):
     directory = as_directory(exported[1], tmp_path)
     edit_manifest(directory, lambda m: m.update(format_version=99))
-    expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads versions 1, 2 and 3")
+    expect_failure(directory, r"format version check failed: .* has format version 99, this fuser-mlir reads versions 1, 2, 3 and 4")
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -401,6 +401,29 @@ def test_a_loaded_artifact_cuts_its_split_kernels_into_blocks(exported, tmp_path
             outs = fuser_mlir.load(directory).run(inputs)
         check_against_reference(fd, outs, inputs, originals)
         assert (counts["cut"] > 0) == expect_cut, (name, counts)
+
+
+def test_a_loaded_elementwise_kernel_merges_the_dims_of_short_rows(tmp_path):
+    """Whether a CPU kernel is elementwise travels in the image spec; a
+    loaded one merges the dims of a large call of short rows, and one
+    written before the field existed runs the rows as they are."""
+    with FusionDefinition(name="rows_of_three") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.exp(x) * 2.0 + x)
+    path = tmp_path / "rows"
+    fd.compile([np.ones((4, 3), np.float32)]).export(path)
+    assert [entry["elementwise"] for entry in fuser_mlir.load(path).manifest["image"]["kernels"].values()] == [True]
+    for name, expect_merged in [("elementwise", 1), ("older", 0)]:
+        if name == "older":
+            edit_manifest(path, lambda m: [entry.pop("elementwise") for entry in m["image"]["kernels"].values()])
+        x = np.random.default_rng().standard_normal((50_000, 3)).astype(np.float32)
+        original = x.copy()
+        with merging() as merged:
+            outs = fuser_mlir.load(path).run([x])
+        check_against_reference(fd, outs, [x], [original])
+        assert merged["merged"] == expect_merged, name
+    edit_manifest(path, lambda m: [entry.update(elementwise="yes") for entry in m["image"]["kernels"].values()])
+    expect_failure(path, r"image.kernels.\w+.elementwise")
 
 
 def test_a_malformed_split_fails_the_image_check(exported, tmp_path):
@@ -603,7 +626,7 @@ def test_a_format_version_of_another_type_is_refused(exported, version):
     # True and 1.0 were read as version 1.
     _, path = exported
     edit_artifact(path, lambda m: m.update(format_version=version), seal=True)
-    expect_failure(path, rf"format version check failed: .* has format version {re.escape(repr(version))}, this fuser-mlir reads versions 1, 2 and 3")
+    expect_failure(path, rf"format version check failed: .* has format version {re.escape(repr(version))}, this fuser-mlir reads versions 1, 2, 3 and 4")
 
 
 def test_the_digest_catches_a_well_typed_edit_and_an_unedited_artifact_runs(exported, tmp_path):

@@ -33,7 +33,7 @@ _SCALAR_READ = {
 }
 
 
-def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None, inner_split=None) -> CpuKernel:
+def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None, inner_split=None, elementwise=False) -> CpuKernel:
     """A CpuKernel whose code records each argument: a descriptor as its
     words, a scalar as the value stored in its slot."""
 
@@ -51,7 +51,7 @@ def fake_kernel(kinds: list[ArgKind], received: list, action=None, split=None, i
             action(received)
 
     address = ctypes.cast(entry, ctypes.c_void_p).value
-    return CpuKernel(address, kinds, name="fake", keepalive=entry, split=split, inner_split=inner_split)
+    return CpuKernel(address, kinds, name="fake", keepalive=entry, split=split, inner_split=inner_split, elementwise=elementwise)
 
 
 def data_pointer(array: np.ndarray) -> int:
@@ -207,6 +207,66 @@ def test_an_inner_split_cuts_the_rows_where_the_batch_is_shorter_than_the_thread
     assert [call[0][1] - data_pointer(x) for call in calls] == [0, lengths[0] * stride]
     assert [call[1][1] - data_pointer(out) for call in calls] == [0, lengths[0] * stride]
     assert all(call[0][3 + d] == x.shape[d] for call in calls for d in range(3) if d != cut_dim)
+
+
+def merged(*arrays):
+    """merged_dims of ``arrays`` as the tensor arguments of an elementwise
+    kernel, with the real thresholds; strides in elements."""
+    result = cpu_runtime.merged_dims(arrays, range(len(arrays)))
+    if result is None:
+        return None
+    sizes, strides, dim = result
+    return sizes, [[step // a.itemsize for step in steps] for a, steps in zip(arrays, strides)], dim
+
+
+def test_dims_back_to_back_in_every_array_merge():
+    n = cpu_runtime.MERGE_FROM
+    rows = np.zeros((n, 3), np.float32)
+    assert merged(rows, np.zeros((n, 3), np.float64)) == ((1, 3 * n), [[0, 1], [0, 1]], 1)
+    assert merged(rows[::-1, ::-1], rows) == ((1, 3 * n), [[0, -1], [0, 1]], 1)  # reversed whole: one stride of -1
+    wide = np.zeros((n, 8), np.float32)
+    assert merged(wide[:, 2:3], rows[:, :1]) == ((1, n), [[0, 8], [0, 3]], 1)  # a dim of one element drops out
+    assert merged(wide[:, ::2][:, :3], rows) is None  # rows with a gap: as short as they were
+    assert merged(rows[::-1], rows) is None  # only the rows reversed
+    assert merged(np.zeros((3, n), np.float32).T, rows) is None  # back to back the other way round
+    batch = np.zeros((2, n // 4, 4, 3), np.float32)
+    assert merged(batch, batch[:, :, ::-1][:, :, ::-1]) == ((1, 1, 1, 2 * n * 3), [[0, 0, 0, 1], [0, 0, 0, 1]], 3)
+    assert merged(np.zeros((2, n // 4, 4, 5), np.float32)[..., :3], batch) is None  # the outer dims merge, the rows stay 3 long
+    # too few elements, or rows long enough, to gain
+    assert merged(rows[: n // 3 - 1]) is None
+    assert merged(np.zeros((n, cpu_runtime.MERGE_BELOW), np.float32)) is None
+    assert merged(rows, np.zeros((n, 1), np.float32)) is None  # another shape: not this kernel's arguments
+
+
+def test_an_elementwise_call_of_short_rows_runs_merged_and_cut_along_the_merged_dim(monkeypatch) -> None:
+    n = cpu_runtime.MERGE_FROM
+    x, out = np.zeros((n, 3), np.float32), np.zeros((n, 3), np.float64)[::-1, ::-1]
+    kinds = [ArgKind.tensor("float32", 2), ArgKind.scalar("float32"), ArgKind.tensor("float64", 2)]
+    whole: list = []
+    kernel = fake_kernel(kinds, whole, split=(0, None, 0), elementwise=True)
+    kernel(x, 2.0, out)
+    assert whole == [(data_pointer(x), data_pointer(x), 0, 1, 3 * n, 0, 1), 2.0, (data_pointer(out), data_pointer(out), 0, 1, 3 * n, 0, -1)]
+    assert kernel.elementwise and fake_kernel(kinds, [], split=(0, None, 0)).elementwise is False
+    calls: list = []
+    monkeypatch.setenv("FUSER_CPU_THREADS", "2")
+    monkeypatch.setattr(cpu_runtime, "BLOCK_BYTES", 1)
+    fake_kernel(kinds, [], lambda received: calls.append(tuple(received)) or received.clear(), split=(0, None, 0), elementwise=True)(x, 2.0, out)
+    half = 3 * n // 2
+    assert sorted(calls) == [
+        ((data_pointer(x), data_pointer(x), 0, 1, half, 0, 1), 2.0, (data_pointer(out), data_pointer(out), 0, 1, half, 0, -1)),
+        ((data_pointer(x) + 4 * half,) * 2 + (0, 1, half, 0, 1), 2.0, (data_pointer(out) - 8 * half,) * 2 + (0, 1, half, 0, -1)),
+    ]
+    # rows long enough: the kernel's own split (2 blocks of rows), rows as they are
+    calls.clear()
+    fake_kernel(kinds, [], lambda received: calls.append(tuple(received)) or received.clear(), split=(0, None, 0), elementwise=True)(
+        np.zeros((4, 64), np.float32), 2.0, np.zeros((4, 64))
+    )
+    assert [(call[0][3:], call[2][3:]) for call in calls] == [((2, 64, 64, 1), (2, 64, 64, 1))] * 2
+
+
+def test_an_elementwise_kernel_has_tensor_arguments_of_one_rank() -> None:
+    with pytest.raises(ValueError, match="elementwise, but its tensor arguments have ranks"):
+        fake_kernel([ArgKind.tensor("float32", 2), ArgKind.tensor("float32", 1)], [], elementwise=True)
 
 
 def test_a_malformed_split_is_refused() -> None:

@@ -105,7 +105,7 @@ def test_compile_exports_the_script_fusion_and_inspect_prints_it(tmp_path, capsy
     np.testing.assert_allclose(x, np.exp(x0) * 2.0, rtol=1e-6)  # the in-place update
     assert main(["inspect", str(out_path)]) == 0
     text = capsys.readouterr().out
-    assert "fusion 'softmax' (format 3); all " in text and "match their sha256" in text
+    assert "fusion 'softmax' (format 4); all " in text and "match their sha256" in text
     assert "in0: tensor f32[?, ?] contiguity [F, F] stride order [1, 0]" in text
     # what a call must match: the layout of the example it was compiled for (the definition allows any)
     assert "\n      runs arrays of stride order [1, 0], contiguity [T, T], no size-1 dim, 16-byte aligned\n" in text

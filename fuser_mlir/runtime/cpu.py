@@ -447,7 +447,8 @@ def _agreed_length(args: Sequence[object], cut: tuple) -> int:
 #: shorter than this many elements: shorter rows leave the vectorised loop
 #: mostly unused (one thread, ``x * 2 + y`` float32 on 2M elements: rows of 1
 #: 6.4 ms, of 3 2.8, of 7 1.5, of 9 1.2, of 16 and more 0.96-1.0 ms; a libm call
-#: pays more, once a lane per element outside the vector loop).
+#: pays more, once a lane per element outside the vector loop). Rows that lie
+#: across the arrays' memory (column-major arrays) are reordered at any length.
 MERGE_BELOW = 64
 #: ... and holds at least this many elements: merging costs a few µs of Python.
 MERGE_FROM = 1 << 14
@@ -455,27 +456,38 @@ MERGE_FROM = 1 << 14
 
 def merged_dims(args: Sequence[object], tensors: Sequence[int]) -> tuple[tuple, list, int] | None:
     """The arrays ``args[i]`` (``i`` in ``tensors``: one shape, an elementwise
-    kernel's tensor arguments) as views of fewer dims: ``(sizes, strides,
-    dim)``, ``sizes`` the merged dims padded with leading 1s to the arrays'
+    kernel's tensor arguments) as views of fewer or other dims: ``(sizes,
+    strides, dim)``, ``sizes`` the dims padded with leading 1s to the arrays'
     rank, ``strides`` each array's byte strides for them, ``dim`` the first
-    dim of more than one element. Dims of one element are dropped; two
-    neighbours merge where in every array the outer's stride is the inner's
-    times the inner's size. None when that leaves the rows as they were, or
-    the call is too small or its rows long enough to gain
-    (:data:`MERGE_BELOW`, :data:`MERGE_FROM`)."""
+    dim of more than one element. Dims of one element are dropped; the others
+    are taken in the order of the arrays' strides, the dim whose strides add
+    up to the least innermost (a column-major array's columns are its rows
+    here); two neighbours merge where in every array the outer's stride is
+    the inner's times the inner's size. None when the call is too small to
+    gain (:data:`MERGE_FROM`), or its rows stay as they were or were at least
+    :data:`MERGE_BELOW` elements long already."""
     first = args[tensors[0]]
-    shape = first.shape
-    if shape[-1] >= MERGE_BELOW or first.size < MERGE_FROM:
+    if first.size < MERGE_FROM:
         return None
+    shape = first.shape
+    long_rows = shape[-1] >= MERGE_BELOW
     for index in tensors:
-        if args[index].shape != shape:
+        array = args[index]
+        if array.shape != shape:
             return None
+        long_rows = long_rows and array.flags.c_contiguous
+    if long_rows:
+        return None  # row-major arrays of long rows (most calls): nothing to gain
     every = [args[index].strides for index in tensors]
+    dims = [d for d, size in enumerate(shape) if size > 1]
+    weight = {d: sum(abs(strides[d]) for strides in every) for d in dims}
+    order = sorted(dims, key=lambda d: -weight[d])  # a stable sort: ties keep their order
+    if not order or order[-1] == len(shape) - 1 and shape[-1] >= MERGE_BELOW:
+        return None  # one element, or the rows as they were, long enough
     sizes: list[int] = []
     steps: list[list[int]] = []  # per merged dim, each array's stride
-    for d, size in enumerate(shape):
-        if size == 1:
-            continue
+    for d in order:
+        size = shape[d]
         here = [strides[d] for strides in every]
         if sizes and all(outer == inner * size for outer, inner in zip(steps[-1], here)):
             sizes[-1] *= size
@@ -483,8 +495,8 @@ def merged_dims(args: Sequence[object], tensors: Sequence[int]) -> tuple[tuple, 
         else:
             sizes.append(size)
             steps.append(here)
-    if not sizes or sizes[-1] == shape[-1]:
-        return None  # one element, or rows as short as they were
+    if order[-1] == len(shape) - 1 and sizes[-1] == shape[-1]:
+        return None  # rows as short as they were
     pad = len(shape) - len(sizes)
     sizes = [1] * pad + sizes
     strides = [[0] * pad + [step[k] for step in steps] for k in range(len(tensors))]

@@ -228,7 +228,12 @@ def test_dims_back_to_back_in_every_array_merge():
     assert merged(wide[:, 2:3], rows[:, :1]) == ((1, n), [[0, 8], [0, 3]], 1)  # a dim of one element drops out
     assert merged(wide[:, ::2][:, :3], rows) is None  # rows with a gap: as short as they were
     assert merged(rows[::-1], rows) is None  # only the rows reversed
-    assert merged(np.zeros((3, n), np.float32).T, rows) is None  # back to back the other way round
+    # column-major: its columns are the rows, whole ones where every array is column-major
+    columns = np.zeros((3, n), np.float32).T
+    assert merged(columns, rows) == ((3, n), [[n, 1], [1, 3]], 0)  # the dim whose strides add up to less, innermost
+    assert merged(columns, columns) == ((1, 3 * n), [[0, 1], [0, 1]], 1)
+    long_columns = np.zeros((cpu_runtime.MERGE_BELOW, n), np.float32).T
+    assert merged(long_columns, long_columns[::-1, ::-1]) == ((1, cpu_runtime.MERGE_BELOW * n), [[0, 1], [0, -1]], 1)  # at any row length
     batch = np.zeros((2, n // 4, 4, 3), np.float32)
     assert merged(batch, batch[:, :, ::-1][:, :, ::-1]) == ((1, 1, 1, 2 * n * 3), [[0, 0, 0, 1], [0, 0, 0, 1]], 3)
     assert merged(np.zeros((2, n // 4, 4, 5), np.float32)[..., :3], batch) is None  # the outer dims merge, the rows stay 3 long

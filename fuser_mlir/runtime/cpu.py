@@ -259,11 +259,12 @@ class CpuKernel:
 
     ``elementwise`` (from :func:`fuser_mlir.lowering.cpu_split.why_not_elementwise`):
     the segment computes each element from the elements at the same index
-    alone, so a call whose rows are short (:data:`MERGE_BELOW`) runs on its
-    arrays with the dims merged that lie back to back in memory in every
+    alone, so a call whose rows are short (:data:`MERGE_BELOW`) or lie
+    across its arrays' memory runs on its arrays with their dims reordered
+    by stride and merged where they lie back to back in memory in every
     tensor argument (:func:`merged_dims`): a contiguous ``[n, 3]`` array as
-    one row of ``3 n``, whose loop vectorises, cut into blocks along its
-    first dim of more than one element.
+    one row of ``3 n``, a column-major one along its columns, whose loop
+    vectorises, cut into blocks along its first dim of more than one element.
     """
 
     def __init__(

@@ -380,21 +380,26 @@ def laid_out(array: np.ndarray, layout: str) -> np.ndarray:
     return wide[..., ::2]
 
 
+def random_program(shapes, dtypes, steps, layout: str, seed: int, sets: int = 1):
+    """A random fusion and ``sets`` lists of random inputs for it, laid out
+    as ``layout`` says (a draw whose shapes the fusion refuses is skipped)."""
+    fd = random_fusion(shapes, dtypes, steps)
+    rng = np.random.default_rng(seed)
+    concrete = input_shapes(fd, rng)
+    try:
+        fd.check_input_shapes(concrete)
+    except InputError:
+        assume(False)  # a flattened dim bound to another size
+    return fd, *([laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)] for _ in range(sets))
+
+
 def test_random_fusions_give_the_same_bits_cut_into_blocks():
     totals = {"calls": 0, "cut": 0, "kept": 0}
 
     @derandomized(80)
     @given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS, seed=st.integers(0, 2**16))
     def check(shapes, dtypes, steps, layout, seed):
-        fd = random_fusion(shapes, dtypes, steps)
-        rng = np.random.default_rng(seed)
-        concrete = input_shapes(fd, rng)
-        try:
-            fd.check_input_shapes(concrete)
-        except InputError:
-            assume(False)  # a flattened dim bound to another size
-        arrays = [laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)]
-        others = [laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)]
+        fd, arrays, others = random_program(shapes, dtypes, steps, layout, seed, sets=2)
         entry = [a.copy() for a in arrays]
         expected = [e for e, spec in zip(evaluate(fd, entry), fd.outputs) if spec.visible]
         with keep_every_intermediate() as kept:
@@ -434,14 +439,7 @@ def test_random_fusions_give_the_same_bits_with_dims_merged():
     @derandomized(60)
     @given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS, seed=st.integers(0, 2**16))
     def check(shapes, dtypes, steps, layout, seed):
-        fd = random_fusion(shapes, dtypes, steps)
-        rng = np.random.default_rng(seed)
-        concrete = input_shapes(fd, rng)
-        try:
-            fd.check_input_shapes(concrete)
-        except InputError:
-            assume(False)  # a flattened dim bound to another size
-        arrays = [laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)]
+        fd, arrays = random_program(shapes, dtypes, steps, layout, seed)
         entry = [a.copy() for a in arrays]
         with merging(on=False) as off:
             plain = fd.execute(arrays)

@@ -24,7 +24,7 @@ import pytest
 from blocks import cut_into_blocks, keep_every_intermediate, merging, whole_calls
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from random_programs import PROGRAMS_OF_ALL_DTYPES, derandomized, input_shapes, random_fusion, random_input
+from random_programs import ALL_DTYPES, PROGRAMS_OF_ALL_DTYPES, derandomized, input_shapes, random_fusion, random_input
 from reference import evaluate
 
 from fuser_mlir import DataType, FusionDefinition
@@ -429,15 +429,23 @@ def test_random_fusions_give_the_same_bits_cut_into_blocks():
     assert totals["cut"] >= totals["calls"] // 5 and totals["kept"] >= 4, totals
 
 
+#: Random programs of pointwise steps over inputs of one shape of 2 or 3 dims: elementwise segments.
+POINTWISE_PROGRAMS = dict(
+    shapes=st.integers(2, 3).map(lambda rank: [[-1] * rank] * 3),
+    dtypes=PROGRAMS_OF_ALL_DTYPES["dtypes"],
+    steps=st.lists(st.tuples(st.sampled_from(["unary", "binary", "cast", "where"]), st.integers(0, 99), st.integers(0, 99), ALL_DTYPES), min_size=1, max_size=7),
+)
+
+
 def test_random_fusions_give_the_same_bits_with_dims_merged():
     """Elementwise kernels (cpu_split.why_not_elementwise) run a call on views
     with its dims merged where they lie back to back in every argument
-    (runtime.cpu.merged_dims); forced on every call here, the random
+    (runtime.cpu.merged_dims); forced on every call here, random pointwise
     programs must give the bits they give with merging off."""
     totals = {"calls": 0, "merged": 0}
 
     @derandomized(60)
-    @given(**PROGRAMS_OF_ALL_DTYPES, layout=LAYOUTS, seed=st.integers(0, 2**16))
+    @given(**POINTWISE_PROGRAMS, layout=LAYOUTS, seed=st.integers(0, 2**16))
     def check(shapes, dtypes, steps, layout, seed):
         fd, arrays = random_program(shapes, dtypes, steps, layout, seed)
         entry = [a.copy() for a in arrays]
@@ -455,7 +463,9 @@ def test_random_fusions_give_the_same_bits_with_dims_merged():
         totals["merged"] += on["merged"]
 
     check()
-    assert totals["merged"] >= 5, totals
+    # a reversed layout's dims never merge, and programs that end in a select or a cast of a
+    # value of another dtype may have other kernels: a third of the calls merge
+    assert totals["merged"] >= totals["calls"] // 3, totals
 
 
 def view_of(values: np.ndarray, how: str, dim: int) -> np.ndarray:

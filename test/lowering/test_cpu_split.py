@@ -463,8 +463,8 @@ def test_random_fusions_give_the_same_bits_with_dims_merged():
         totals["merged"] += on["merged"]
 
     check()
-    # a reversed layout's dims never merge, and programs that end in a select or a cast of a
-    # value of another dtype may have other kernels: a third of the calls merge
+    # in the reversed layout (dim 0 reversed) only a rank-3 array's last two dims merge:
+    # 26 of the 60 calls merged when written
     assert totals["merged"] >= totals["calls"] // 3, totals
 
 

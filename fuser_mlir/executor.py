@@ -30,7 +30,7 @@ from fuser_mlir.errors import DeviceError, InputError
 from fuser_mlir.frontend.datatype import is_python_number
 from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
-from fuser_mlir.runtime.arrays import contiguous_strides
+from fuser_mlir.runtime.arrays import DeviceArray, contiguous_strides
 from fuser_mlir.runtime.cpu import cpu_threads
 from fuser_mlir.runtime.plan import MemoryStats
 
@@ -296,6 +296,55 @@ def _is_torch(value: object) -> bool:
     return type(value).__module__.startswith("torch")
 
 
+def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list, list] | None:
+    """A call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
+    on column-major CUDA arrays as the same call on row-major views of them:
+    ``(inputs, outputs)`` with every tensor argument's dims permuted into
+    the order of the first one's strides (dims of one element first), or
+    None where that order is row-major already (dims of one element aside), or the call is not one this
+    applies to: an output not given (a new one is row-major in the
+    caller's dims), arguments other than torch CUDA tensors and
+    DeviceArrays, of other shapes, or whose strides rank in another order.
+
+    The kernels walk the dims in row-major order; over column-major arrays
+    neighbouring threads touched addresses a column apart (an 8192x8192
+    float32 ``x * 2 + y`` took 1911 µs against 193 on an H200, sweep 51c)."""
+    if type(outputs) is not list and type(outputs) is not tuple or type(inputs) is not list and type(inputs) is not tuple:
+        return None
+    if len(inputs) <= max(tensor_inputs, default=-1) or any(o is None for o in outputs):
+        return None
+    arrays = [inputs[i] for i in tensor_inputs] + list(outputs)
+    first = arrays[0]
+    order = _stride_order(first)
+    if order is None or list(order) == sorted(order):
+        return None  # row-major (dims of one element aside)
+    for array in arrays[1:]:
+        if _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
+            return None
+    order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
+    permuted = [a.permute(order) if _is_torch(a) else a.transpose(*order) for a in arrays]
+    views = list(inputs)
+    for i, view in zip(tensor_inputs, permuted):
+        views[i] = view
+    return views, permuted[len(tensor_inputs):]
+
+
+def _stride_order(array) -> tuple[int, ...] | None:
+    """The dims of more than one element of a torch CUDA tensor or a
+    DeviceArray of rank 2 or more, by stride, largest first (ties keep
+    their order); None for any other array."""
+    if type(array) is DeviceArray:
+        strides = array.strides
+    elif _is_torch(array) and getattr(array, "is_cuda", False):
+        strides = array.stride()
+    else:
+        return None
+    shape = tuple(array.shape)
+    if len(shape) < 2:
+        return None
+    return tuple(sorted((d for d, size in enumerate(shape) if size != 1), key=lambda d: -abs(strides[d])))
+
+
 class FusionExecutorCache:
     """Compiles a FusionDefinition once per input signature and runs it.
 
@@ -318,6 +367,9 @@ class FusionExecutorCache:
         self._compiled: dict[tuple, object] = {}
         self._hits = HitCache(fusion)  # raw argument signature -> compiled, for cache hits
         self._loaded = None  # the LoadedFusion or CompiledFusion of for_loaded (then nothing compiles)
+        #: tensor inputs, where column-major CUDA arguments run as row-major views (see row_major_views)
+        elementwise = getattr(fusion, "is_elementwise", None)
+        self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -433,6 +485,11 @@ class FusionExecutorCache:
                 if results is not None:
                     self.stats.hits += 1
                     return results
+        if self._permutable is not None and outputs is not None:
+            views = row_major_views(self._permutable, inputs, outputs)
+            if views is not None:
+                self.run(*views, cuda_graph=cuda_graph)
+                return list(outputs)
         hit = self._hits.lookup(inputs, outputs)
         if hit is not None:
             self.stats.hits += 1

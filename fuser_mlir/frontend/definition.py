@@ -509,6 +509,37 @@ class FusionDefinition:
                 reached.add(r.result)
         return [e.value for e in self._outputs if e.value in reached]
 
+    def is_elementwise(self) -> bool:
+        """Whether the fusion computes each element of every output from the
+        elements at the same index of its inputs alone: every tensor
+        (inputs, intermediates, outputs) has the same rank, at least 2, and
+        symbolic dims, dim d of each bound to the others' dim d and to no
+        other dim; the inputs declare no contiguity or stride order; and every
+        op on tensors is pointwise (unary, binary and ternary ops, casts,
+        copies). Any permutation of the dims, the same for every tensor
+        argument, then gives the same elements: FusionExecutorCache runs
+        column-major CUDA arguments as row-major views of them."""
+        from fuser_mlir.frontend.ops import BINARY, TERNARY, UNARY
+
+        self.check_finished("is_elementwise")
+        pointwise = {*UNARY, *BINARY, *TERNARY, "cast", "set", "segment_set"}
+        tensors = [v for v in self._values if isinstance(v, Tensor)]
+        if not tensors or tensors[0].ndim < 2:
+            return False
+        rank = tensors[0].ndim
+        classes = [self._uf.find(e) if e is not None else None for e in tensors[0].dims]
+        if None in classes or len(set(classes)) != rank:
+            return False
+        for t in tensors:
+            if t.ndim != rank or any(size != -1 for size in t.shape):
+                return False
+            if [self._uf.find(e) if e is not None else None for e in t.dims] != classes:
+                return False
+        for spec in self._inputs:
+            if spec.kind == "tensor" and (any(c is not False for c in spec.contiguity) or spec.stride_order != tuple(range(rank - 1, -1, -1))):
+                return False
+        return all(r.op in pointwise for r in self._records if isinstance(self._values[r.result], Tensor))
+
     @property
     def size_classes(self) -> list[set[tuple[int, int]]]:
         """Sets of (input index, dim) that must have equal sizes at run time."""

@@ -126,13 +126,15 @@ def fusion_of(build, shape):
     return fd
 
 
-def reasons(compiled) -> list[str | None]:
-    """Why each segment of ``compiled`` does not split, from its outlined module at the memref level."""
+def reasons(compiled, why=why_not_split) -> list[str | None]:
+    """Why each segment of ``compiled`` does not split (or, with
+    ``why_not_elementwise``, is not elementwise), from its outlined module
+    at the memref level."""
     with make_context() as context, ir.Location.unknown():
         module = ir.Module.parse(compiled.stages["outlined"], context=context)
         lowered, kinds = segments_only(module)
         run_pipeline(lowered, split_pipeline(cpu_pipeline())[0])
-        return [why_not_split(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
+        return [why(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
 
 
 @pytest.mark.parametrize("build", CASES, ids=lambda build: build.__name__)
@@ -239,13 +241,14 @@ func.func @captured(%x: memref<?xf32>, %table: memref<?xf32>, %out: memref<?xf32
 """
 
 
-def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_runs_whole():
-    # the lowering writes neither; a split of either would be wrong
+@pytest.mark.parametrize("why", [why_not_split, why_not_elementwise], ids=["split", "elementwise"])
+def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_runs_whole_and_unmerged(why):
+    # the lowering writes neither; a split of either, or its dims merged, would be wrong
     with make_context() as context, ir.Location.unknown():
         module = ir.Module.parse(HAND_WRITTEN, context=context)
         index, captured = [op.operation for op in module.body.operations]
-        assert why_not_split(index) == "a linalg.generic reads a loop index"
-        assert why_not_split(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
+        assert why(index) == "a linalg.generic reads a loop index"
+        assert why(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
 
 
 def elementwise_chain(fd, x):
@@ -274,20 +277,9 @@ def test_which_segments_are_elementwise(build):
     (kernel,) = compiled.kernels.values()
     assert kernel.elementwise == (reason is None)
     assert [entry["elementwise"] for entry in compiled.image.spec["kernels"].values()] == [reason is None]
-    with make_context() as context, ir.Location.unknown():
-        module = ir.Module.parse(compiled.stages["outlined"], context=context)
-        lowered, kinds = segments_only(module)
-        run_pipeline(lowered, split_pipeline(cpu_pipeline())[0])
-        (why,) = [why_not_elementwise(op.operation) for op in lowered.body.operations if op.operation.name == "func.func" and symbol_name(op.operation) in kinds]
+    (why,) = reasons(compiled, why_not_elementwise)
     assert why == reason if reason is None else reason in why
 
-
-def test_a_body_that_reads_a_loop_index_or_a_buffer_of_its_own_is_not_elementwise():
-    with make_context() as context, ir.Location.unknown():
-        module = ir.Module.parse(HAND_WRITTEN, context=context)
-        index, captured = [op.operation for op in module.body.operations]
-        assert why_not_elementwise(index) == "a linalg.generic reads a loop index"
-        assert why_not_elementwise(captured) == "a linalg.generic's body reads a buffer of its own ('memref.load')"
 
 
 @pytest.mark.parametrize("shape", [(100_000, 3), (300_000, 1), (2, 20_000, 7)])
@@ -393,6 +385,15 @@ def random_program(shapes, dtypes, steps, layout: str, seed: int, sets: int = 1)
     return fd, *([laid_out(random_input(spec, shape, rng), layout) for spec, shape in zip(fd.inputs, concrete)] for _ in range(sets))
 
 
+def same_bits_inputs_unchanged(got, want, how: str, arrays, entry) -> None:
+    """Each output of ``got`` has the dtype, shape and bits of ``want``'s, and each input its values at entry."""
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes(), f"output {k} differs {how}:\n{a}\n{b}"
+    for k, (a, b) in enumerate(zip(arrays, entry)):
+        np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+
+
 def test_random_fusions_give_the_same_bits_cut_into_blocks():
     totals = {"calls": 0, "cut": 0, "kept": 0}
 
@@ -413,11 +414,7 @@ def test_random_fusions_give_the_same_bits_cut_into_blocks():
                 np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-2, atol=2e-2 * scale, err_msg=f"output {k} against the reference")
             with cut_into_blocks() as counts:
                 cut = fd.execute(arrays)
-        for k, (a, b) in enumerate(zip(cut, whole)):
-            assert a.dtype == b.dtype and a.shape == b.shape
-            assert a.tobytes() == b.tobytes(), f"output {k} differs cut into blocks:\n{a}\n{b}"
-        for k, (a, b) in enumerate(zip(arrays, entry)):
-            np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+        same_bits_inputs_unchanged(cut, whole, "cut into blocks", arrays, entry)
         totals["calls"] += counts["calls"]
         totals["cut"] += counts["cut"]
         totals["kept"] += kept["kept"]
@@ -454,11 +451,7 @@ def test_random_fusions_give_the_same_bits_with_dims_merged():
         with merging(on=True) as on, cut_into_blocks() as counts:
             merged = fd.execute(arrays)
         assert off["merged"] == 0
-        for k, (a, b) in enumerate(zip(merged, plain)):
-            assert a.dtype == b.dtype and a.shape == b.shape
-            assert a.tobytes() == b.tobytes(), f"output {k} differs with dims merged:\n{a}\n{b}"
-        for k, (a, b) in enumerate(zip(arrays, entry)):
-            np.testing.assert_array_equal(a, b, err_msg=f"input {k} changed")
+        same_bits_inputs_unchanged(merged, plain, "with dims merged", arrays, entry)
         totals["calls"] += counts["calls"]
         totals["merged"] += on["merged"]
 

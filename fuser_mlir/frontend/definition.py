@@ -527,13 +527,13 @@ class FusionDefinition:
         if not tensors or tensors[0].ndim < 2:
             return False
         rank = tensors[0].ndim
-        classes = [self._uf.find(e) if e is not None else None for e in tensors[0].dims]
-        if None in classes or len(set(classes)) != rank:
-            return False
+        classes = [self._uf.find(e) for e in tensors[0].dims if e is not None]
+        if len(set(classes)) != rank:
+            return False  # a dim without an extent (a broadcast), or two dims bound together
         for t in tensors:
-            if t.ndim != rank or any(size != -1 for size in t.shape):
+            if t.ndim != rank or any(size != -1 for size in t.shape) or None in t.dims:
                 return False
-            if [self._uf.find(e) if e is not None else None for e in t.dims] != classes:
+            if [self._uf.find(e) for e in t.dims] != classes:
                 return False
         for spec in self._inputs:
             if spec.kind == "tensor" and (any(c is not False for c in spec.contiguity) or spec.stride_order != tuple(range(rank - 1, -1, -1))):

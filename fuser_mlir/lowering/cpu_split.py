@@ -161,10 +161,10 @@ def why_not_elementwise(function: ir.Operation) -> str | None:
             buffers.append(op.result)
             sizing += [(size, dim) for size, dim in zip(op.operands, _dynamic_dims(op.result.type))]
         elif name == "memref.dim":
-            index = op.operands[1].owner
-            if isinstance(index, ir.Block) or index.name != "arith.constant":
+            dim = _dim_read(op)
+            if dim is None:
                 return "a memref.dim reads a dim that is not a constant"
-            extents[op.result] = ir.IntegerAttr(index.attributes["value"]).value
+            extents[op.result] = dim
         elif name not in _NEUTRAL and not name.startswith("arith."):
             return f"'{name}' is not one of the ops an elementwise segment may have"
     for buffer in buffers:
@@ -187,6 +187,12 @@ def _not_elementwise_generic(g: Generic, rank: int) -> str | None:
     for operand, amap in zip(g.inputs + g.outputs, g.maps):
         if isinstance(operand.type, ir.MemRefType) and amap != ir.AffineMap.get_identity(rank):
             return f"a linalg.generic indexes an operand with {amap}"
+    return _body_reads_more(g)
+
+
+def _body_reads_more(g: Generic) -> str | None:
+    """Why ``g``'s body reads more than its operands' elements at the loop
+    index (a loop index, a buffer of its own), or None."""
     for op in g.body.operations:
         if op.name == "linalg.index":
             return "a linalg.generic reads a loop index"
@@ -266,11 +272,9 @@ def _record_generic(g: Generic, split: dict, skip: int = 0) -> None:
     """Add the split dim of each operand of ``g`` to ``split``."""
     if not g.parallel:
         raise _NotSplittable("a linalg.generic has no parallel loop")
-    for op in g.body.operations:
-        if op.name == "linalg.index":
-            raise _NotSplittable("a linalg.generic reads a loop index")
-        if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
-            raise _NotSplittable(f"a linalg.generic's body reads a buffer of its own ('{op.name}')")
+    reason = _body_reads_more(g)
+    if reason:
+        raise _NotSplittable(reason)
     loop = _split_loop(g, split, skip)
     for k, (operand, amap) in enumerate(zip(g.inputs + g.outputs, g.maps)):
         if not isinstance(operand.type, ir.MemRefType):
@@ -342,14 +346,20 @@ def _block_sizes(extents: list[ir.Operation], dims: dict) -> list[ir.Value]:
     """The results of the ``memref.dim`` ops that read a split dim."""
     sizes = []
     for op in extents:
-        source, index = op.operands
-        constant = index.owner
-        if isinstance(constant, ir.Block) or constant.name != "arith.constant":
+        dim = _dim_read(op)
+        if dim is None:
             raise _NotSplittable("a memref.dim reads a dim that is not a constant")
-        dim = ir.IntegerAttr(constant.attributes["value"]).value
-        if dims.get(source) == dim:
+        if dims.get(op.operands[0]) == dim:
             sizes.append(op.result)
     return sizes
+
+
+def _dim_read(op: ir.Operation) -> int | None:
+    """The dim a ``memref.dim`` reads, or None where it is not a constant."""
+    constant = op.operands[1].owner
+    if isinstance(constant, ir.Block) or constant.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(constant.attributes["value"]).value
 
 
 def _split_sizes(allocations: list[ir.Operation], dims: dict) -> list[tuple[ir.Operation, int]]:

@@ -327,21 +327,18 @@ class CpuKernel:
         length = blocks = 1
         cut = self._cut
         merged = merged_dims(args, self._merge_args) if self._merge_args else None
-        if merged is not None:
-            sizes, _, dim = merged
-            cut = self._merge_cuts[dim]
+        counted = self._cut_args if merged is None else self._merge_args
+        if counted:  # a sum of sizes first: the split costs small calls next to nothing
             nbytes = 0
-            for index in self._merge_args:
+            for index in counted:
                 nbytes += args[index].nbytes
             if nbytes >= 2 * BLOCK_BYTES:
-                length = sizes[dim]
-                blocks = max(1, min(cpu_threads(), length, nbytes // BLOCK_BYTES))
-        elif self._cut_args:  # a sum of sizes first: the split costs small calls next to nothing
-            nbytes = 0
-            for index in self._cut_args:
-                nbytes += args[index].nbytes
-            if nbytes >= 2 * BLOCK_BYTES:
-                cut, length, blocks = self._block_count(args, nbytes)
+                if merged is None:
+                    cut, length, blocks = self._block_count(args, nbytes)
+                else:  # any dim cuts an elementwise call: the first of more than one element
+                    sizes, _, dim = merged
+                    cut, length = self._merge_cuts[dim], sizes[dim]
+                    blocks = _block_number(cpu_threads(), length, nbytes)
         with self._lock:
             for setter, value in zip(self._setters, args):
                 setter(value)
@@ -380,7 +377,7 @@ class CpuKernel:
                 cut, length = self._inner_cut, inner
         if length < 0:
             return cut, 0, 1  # independent loop nests over arrays of different lengths
-        return cut, length, max(1, min(threads, length, nbytes // BLOCK_BYTES))
+        return cut, length, _block_number(threads, length, nbytes)
 
     def _call_in_blocks(self, cut: tuple, length: int, blocks: int) -> None:
         """Run the filled-in call as ``blocks`` calls on consecutive blocks
@@ -432,6 +429,12 @@ class CpuKernel:
     def __repr__(self) -> str:
         kinds = ", ".join(k.dtype if k.rank is None else f"{k.dtype}[{k.rank}d]" for k in self.arg_kinds)
         return f"CpuKernel({self.name}: {kinds})"
+
+
+def _block_number(threads: int, length: int, nbytes: int) -> int:
+    """How many blocks a call of ``nbytes`` cut along dims of ``length``
+    runs as: one a :data:`BLOCK_BYTES`, at most one a thread and a row."""
+    return max(1, min(threads, length, nbytes // BLOCK_BYTES))
 
 
 def _agreed_length(args: Sequence[object], cut: tuple) -> int:
@@ -712,8 +715,8 @@ def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict
     each segment's entry symbol, argument kinds and how its calls may be cut
     (``cuts``: segment -> CpuKernel's ``split``, ``inner_split`` and
     ``elementwise``; a segment without one runs whole), and the target."""
-    cuts = cuts or {}
-    none = {"split": None, "inner_split": None, "elementwise": False}
+    whole = {"split": None, "inner_split": None, "elementwise": False}
+    cuts = {name: {**whole, **(cuts or {}).get(name, {})} for name in kernels}
     return {
         "library": library,
         "target": target,
@@ -721,9 +724,9 @@ def image_spec(library: str, kernels: dict[str, Sequence[ArgKind]], target: dict
             name: {
                 "symbol": ENTRY_PREFIX + name,
                 "args": [[k.dtype, k.rank] for k in kinds],
-                "split": None if cuts.get(name, none)["split"] is None else list(cuts[name]["split"]),
-                "inner_split": None if cuts.get(name, none)["inner_split"] is None else list(cuts[name]["inner_split"]),
-                "elementwise": bool(cuts.get(name, none)["elementwise"]),
+                "split": None if cuts[name]["split"] is None else list(cuts[name]["split"]),
+                "inner_split": None if cuts[name]["inner_split"] is None else list(cuts[name]["inner_split"]),
+                "elementwise": bool(cuts[name]["elementwise"]),
             }
             for name, kinds in kernels.items()
         },

@@ -302,9 +302,10 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     ``(inputs, outputs)`` with every tensor argument's dims permuted into
     the order of the first one's strides (dims of one element first), or
     None where that order is row-major already (dims of one element aside), or the call is not one this
-    applies to: an output not given (a new one is row-major in the
-    caller's dims), arguments other than torch CUDA tensors and
-    DeviceArrays, of other shapes, or whose strides rank in another order.
+    applies to: an output not given (``run`` first gives each new output
+    the inputs' order, :func:`new_outputs_in_input_order`), arguments other
+    than torch CUDA tensors and DeviceArrays, of other shapes, or whose
+    strides rank in another order.
 
     The kernels walk the dims in row-major order; over column-major arrays
     neighbouring threads touched addresses a column apart (an 8192x8192
@@ -329,11 +330,66 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     return views, permuted[len(tensor_inputs):]
 
 
-def _stride_order(array) -> tuple[int, ...] | None:
+def new_outputs_in_input_order(fusion, tensor_inputs: Sequence[int], inputs, outputs) -> list | None:
+    """For a call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
+    whose tensor inputs all have one shape and rank their strides in one
+    order other than row-major (column-major arrays, ``x.t()``-style views):
+    ``outputs`` with every new output (None, or ``outputs`` None) allocated
+    dense in that order, as NumPy's ufuncs and torch's pointwise ops lay out
+    theirs (nvFuser's allocation order inference does the same). None for
+    any other call: it then runs as it is, and the full validation names
+    what is wrong with it.
+
+    Every visible output of such a fusion is a new buffer of the inputs'
+    shape, so this changes only where its elements lie: a row-major new
+    output of column-major inputs made the kernels (or the CPU's loops)
+    transpose (8192x8192 float32 ``x * 2 + y`` on an H200: 971 µs against
+    193; 2048x2048 on one CPU thread: 32 ms against 1.8)."""
+    if type(inputs) is not list and type(inputs) is not tuple or not tensor_inputs or len(inputs) <= tensor_inputs[-1]:
+        return None
+    visible = visible_outputs(fusion)
+    if outputs is None:
+        outputs = [None] * len(visible)
+    elif type(outputs) is not list and type(outputs) is not tuple or len(outputs) != len(visible) or all(o is not None for o in outputs):
+        return None
+    first = inputs[tensor_inputs[0]]
+    order = _stride_order(first, host=True)
+    if order is None or list(order) == sorted(order):
+        return None  # row-major (dims of one element aside): most calls leave here
+    shape = tuple(first.shape)
+    for i in tensor_inputs[1:]:
+        if type(inputs[i]) is not type(first) or _stride_order(inputs[i], host=True) != order or tuple(inputs[i].shape) != shape:
+            return None
+    order = tuple(d for d, size in enumerate(shape) if size == 1) + order
+    laid_out = tuple(shape[d] for d in order)
+    back = tuple(sorted(range(len(order)), key=order.__getitem__))  # the permutation undoing ``order``
+    result = list(outputs)
+    for index, spec in enumerate(visible):
+        if result[index] is None:
+            result[index] = _empty_like(first, laid_out, spec.dtype.numpy).transpose(*back)
+    return result
+
+
+def _empty_like(array, shape: tuple, dtype: np.dtype):
+    """A new C-contiguous array of ``shape`` and ``dtype`` of ``array``'s
+    kind and device (NumPy, torch CUDA, DeviceArray), as the runtime makes
+    new outputs (a DeviceArray's ordered on the legacy default stream)."""
+    if isinstance(array, np.ndarray):
+        return np.empty(shape, dtype)
+    if type(array) is DeviceArray:
+        return DeviceArray.empty(shape, dtype, device=array._device, stream=0)
+    import torch
+
+    from fuser_mlir.runtime.arrays import torch_dtype
+
+    return torch.empty(shape, dtype=torch_dtype(dtype), device=array.device)
+
+
+def _stride_order(array, host: bool = False) -> tuple[int, ...] | None:
     """The dims of more than one element of a torch CUDA tensor or a
-    DeviceArray of rank 2 or more, by stride, largest first (ties keep
-    their order); None for any other array."""
-    if type(array) is not DeviceArray and not (_is_torch(array) and getattr(array, "is_cuda", False)):
+    DeviceArray (or with ``host``, a NumPy array) of rank 2 or more, by
+    stride, largest first (ties keep their order); None for any other array."""
+    if type(array) is not DeviceArray and not (_is_torch(array) and getattr(array, "is_cuda", False)) and not (host and type(array) is np.ndarray):
         return None
     _, shape, strides, _ = _geometry(array)
     if len(shape) < 2:
@@ -458,7 +514,11 @@ class FusionExecutorCache:
         """Run the fusion; ``outputs`` is None or one buffer-or-None per
         visible output. Returns the outputs: the given buffers themselves,
         NumPy arrays on the CPU, torch tensors when the inputs are torch
-        tensors, else DeviceArrays.
+        tensors, else DeviceArrays. New outputs are row-major
+        (C-contiguous), but those of an elementwise fusion whose tensor
+        inputs all rank their strides in one other order (column-major
+        arrays, ``x.t()`` views) take that order, as NumPy's ufuncs and
+        torch's pointwise ops do (:func:`new_outputs_in_input_order`).
 
         ``cuda_graph=True`` (CUDA, torch tensors or DeviceArrays): a cache
         hit replays the fusion's launches as one CUDA graph, built at the
@@ -481,6 +541,15 @@ class FusionExecutorCache:
                 if results is not None:
                     self.stats.hits += 1
                     return results
+        if self._permutable is not None:
+            laid_out = new_outputs_in_input_order(self.fusion, self._permutable, inputs, outputs)
+            if laid_out is not None:
+                results = self.run(inputs, laid_out, cuda_graph=cuda_graph)
+                for k, buf in enumerate(laid_out):  # counted as the plan counts the new outputs it allocates, once the call ran
+                    if outputs is None or outputs[k] is None:
+                        self.memory.allocations += 1
+                        self.memory.allocated_bytes += buf.nbytes
+                return results
         if self._permutable is not None and outputs is not None:
             views = row_major_views(self._permutable, inputs, outputs)
             if views is not None:

@@ -1,16 +1,20 @@
 """Column-major CUDA arguments of elementwise fusions run as row-major views
 (fuser_mlir.executor.row_major_views): the kernels walk the dims in
 row-major order, so over column-major arrays neighbouring threads touched
-addresses a column apart (a tenth of the row-major speed, sweep 51c). First
-which definitions are elementwise and which calls are permuted, on device
-addresses alone; then the calls themselves on the GPU."""
+addresses a column apart (a tenth of the row-major speed, sweep 51c). And
+the new outputs of such a fusion take its inputs' order
+(new_outputs_in_input_order), as NumPy's and torch's do, so that a
+column-major call does not transpose into a row-major output. First which
+definitions are elementwise and which calls are permuted or laid out, on
+addresses alone; then the calls themselves, on the CPU and the GPU."""
 
 import numpy as np
 import pytest
 
 from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
-from fuser_mlir.executor import row_major_views
+from fuser_mlir.errors import InputError
+from fuser_mlir.executor import new_outputs_in_input_order, row_major_views
 from fuser_mlir.runtime.arrays import DeviceArray
 
 RNG = np.random.default_rng(51)
@@ -102,3 +106,106 @@ def test_column_major_arguments_give_row_major_results_on_the_row_major_kernels(
         np.testing.assert_allclose(to_host(dx), x64 * 2.0, rtol=1e-6, err_msg=layout)  # updated in place
         np.testing.assert_array_equal(to_host(dy), y, err_msg=layout)
     assert fec.stats.compilations == 1
+
+
+def strides_order(array) -> tuple[int, ...]:
+    """The dims of ``array`` by stride, largest first (NumPy, DeviceArray or torch)."""
+    strides = array.stride() if type(array).__module__.startswith("torch") else array.strides
+    return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+
+
+def test_which_calls_get_new_outputs_in_the_inputs_order():
+    fd = axpy_in_place()  # one visible output (float32); x is updated in place
+    n = 6
+    fortran = [np.zeros((n, n + 1), np.float32, order="F") for _ in range(2)]
+    (out,) = new_outputs_in_input_order(fd, (0, 1), [*fortran, 2.0], None)
+    assert out.shape == (n, n + 1) and out.dtype == np.float32 and out.flags.f_contiguous
+    (out,) = new_outputs_in_input_order(fd, (0, 1), [*fortran, 2.0], [None])
+    assert out.flags.f_contiguous
+    batch = np.zeros((4, 3, 2), np.float32).transpose(1, 2, 0)  # strides rank dims (2, 0, 1)
+    (out,) = new_outputs_in_input_order(fd, (0, 1), [batch, batch, 2.0], None)
+    assert out.shape == (3, 2, 4) and strides_order(out) == (2, 0, 1) and out.base is not None and out.base.flags.c_contiguous
+    one = np.zeros((5, 1, 3), np.float32).transpose(2, 1, 0)  # a dim of one element amid a reversed order
+    (out,) = new_outputs_in_input_order(fd, (0, 1), [one, one, 2.0], None)
+    assert out.shape == (3, 1, 5) and out.strides[0] == 4 and out.strides[2] == 12
+    c = np.zeros((n, n + 1), np.float32)
+    for label, inputs, outputs in [
+        ("row-major already", [c, c, 1.0], None),
+        ("a dim of one element, row-major aside from it", [np.zeros((n, 1), np.float32, order="F")] * 2 + [1.0], None),
+        ("the inputs in different orders", [fortran[0], c, 1.0], None),
+        ("another shape", [fortran[0], np.zeros((n, n), np.float32, order="F"), 1.0], None),
+        ("every output given", [*fortran, 1.0], [np.zeros((n, n + 1), np.float32, order="F")]),
+        ("too many outputs: the full validation names them", [*fortran, 1.0], [None, None]),
+        ("outputs of the wrong type: likewise", [*fortran, 1.0], np.zeros((n, n + 1), np.float32, order="F")),
+        ("too few inputs", [fortran[0]], None),
+        ("inputs not a list", fortran[0], None),
+    ]:
+        assert new_outputs_in_input_order(fd, (0, 1), inputs, outputs) is None, label
+
+
+def two_outputs():
+    """out0 = x * 2 + y (float32), out1 = (x - y) as float16."""
+    with FusionDefinition(name="two_outputs") as fd:
+        x = fd.define_tensor([-1, -1, -1], dtype=DataType.Float)
+        y = fd.define_tensor([-1, -1, -1], dtype=DataType.Float)
+        fd.add_output(x * 2.0 + y)
+        fd.add_output(fd.ops.cast(x - y, DataType.Half))
+    return fd
+
+
+@pytest.mark.parametrize("order", [(2, 1, 0), (0, 2, 1)], ids=["column-major", "last two dims swapped"])
+def test_new_outputs_follow_the_inputs_order(device, order):
+    fd = two_outputs()
+    fec = FusionExecutorCache(fd)
+    shape = (5, 40, 30)
+    layouts = {}
+    for layout in ("row-major", "permuted", "permuted", "permuted, the first output given"):
+        x, y = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape).astype(np.float32)
+        entry = [x.copy(), y.copy()]
+        if layout == "row-major":
+            dx, dy = to_device(x, device), to_device(y, device)
+        else:  # the same values, in memory in ``order``
+            back = tuple(np.argsort(order))
+            dx, dy = (to_device(np.ascontiguousarray(a.transpose(order)), device).transpose(*back) for a in (x, y))
+        given = to_device(np.full(shape, np.nan, np.float32), device) if layout.endswith("given") else None
+        before = (fec.memory.allocations, fec.memory.allocated_bytes)
+        outs = fec.run([dx, dy], outputs=None if given is None else [given, None])
+        layouts[layout] = [strides_order(o) for o in outs]
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        np.testing.assert_allclose(to_host(outs[0]), x64 * 2.0 + y64, rtol=1e-6, atol=1e-6, err_msg=layout)
+        np.testing.assert_allclose(to_host(outs[1]).astype(np.float64), x64 - y64, rtol=1e-3, atol=1e-3, err_msg=layout)
+        assert to_host(outs[1]).dtype == np.float16
+        np.testing.assert_array_equal(to_host(dx), entry[0], err_msg=layout)
+        np.testing.assert_array_equal(to_host(dy), entry[1], err_msg=layout)
+        new = 1 if given is not None else 2
+        assert (fec.memory.allocations - before[0], fec.memory.allocated_bytes - before[1]) == (new, x.size * (4 if new == 2 else 0) + x.size * 2), layout
+        if given is not None:
+            assert outs[0] is given
+    assert layouts["row-major"] == [(0, 1, 2)] * 2
+    assert layouts["permuted"] == [order] * 2
+    assert layouts["permuted, the first output given"] == [(0, 1, 2), order]
+
+
+def test_a_bad_call_of_permuted_inputs_is_refused_as_before_and_counts_nothing(device):
+    fd = two_outputs()
+    fec = FusionExecutorCache(fd)
+    x = to_device(np.zeros((5, 4, 3), np.float32), device).transpose(2, 1, 0)
+    y = to_device(np.zeros((5, 4, 3), np.float64), device).transpose(2, 1, 0)
+    with pytest.raises(InputError, match="input 1"):
+        fec.run([x, y])
+    assert (fec.memory.allocations, fec.memory.allocated_bytes, fec.stats.compilations) == (0, 0, 0)
+
+
+def test_torch_column_major_inputs_give_column_major_torch_outputs(cuda):
+    torch = pytest.importorskip("torch")
+    fd = two_outputs()
+    x = torch.randn(30, 40, 5, device="cuda").permute(2, 1, 0)
+    y = torch.randn(30, 40, 5, device="cuda").permute(2, 1, 0)
+    entry = [x.clone(), y.clone()]
+    for _ in range(3):  # the first call, then hits
+        out, half = fd.execute([x, y])
+        assert isinstance(out, torch.Tensor) and out.device == x.device and out.stride() == x.stride() and half.stride() == x.stride()
+        torch.testing.assert_close(out.double(), x.double() * 2 + y.double(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(half.double(), (x.double() - y.double()), rtol=1e-3, atol=1e-3)
+        assert half.dtype == torch.float16
+    assert torch.equal(x, entry[0]) and torch.equal(y, entry[1])

@@ -29,7 +29,7 @@ import numpy as np
 from fuser_mlir.errors import DeviceError, InputError
 from fuser_mlir.frontend.datatype import is_python_number
 from fuser_mlir.hit_cache import HitCache
-from fuser_mlir.outputs import _geometry, check_written_inputs, validate_outputs, visible_outputs
+from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
 from fuser_mlir.runtime.arrays import DeviceArray, contiguous_strides
 from fuser_mlir.runtime.cpu import cpu_threads
 from fuser_mlir.runtime.plan import MemoryStats
@@ -330,12 +330,12 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     return views, permuted[len(tensor_inputs):]
 
 
-def new_outputs_in_input_order(fusion, tensor_inputs: Sequence[int], inputs, outputs) -> list | None:
+def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequence[int], inputs, outputs) -> list | None:
     """For a call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
     whose tensor inputs all have one shape and rank their strides in one
     order other than row-major (column-major arrays, ``x.t()``-style views):
     ``outputs`` with every new output (None, or ``outputs`` None) allocated
-    dense in that order, as NumPy's ufuncs and torch's pointwise ops lay out
+    dense in that order (``dtypes``: the visible outputs'), as NumPy's ufuncs and torch's pointwise ops lay out
     theirs (nvFuser's allocation order inference does the same). None for
     any other call: it then runs as it is, and the full validation names
     what is wrong with it.
@@ -347,10 +347,9 @@ def new_outputs_in_input_order(fusion, tensor_inputs: Sequence[int], inputs, out
     193; 2048x2048 on one CPU thread: 32 ms against 1.8)."""
     if type(inputs) is not list and type(inputs) is not tuple or not tensor_inputs or len(inputs) <= tensor_inputs[-1]:
         return None
-    visible = visible_outputs(fusion)
     if outputs is None:
-        outputs = [None] * len(visible)
-    elif type(outputs) is not list and type(outputs) is not tuple or len(outputs) != len(visible) or all(o is not None for o in outputs):
+        outputs = [None] * len(dtypes)
+    elif type(outputs) is not list and type(outputs) is not tuple or len(outputs) != len(dtypes) or all(o is not None for o in outputs):
         return None
     first = inputs[tensor_inputs[0]]
     order = _stride_order(first, host=True)
@@ -364,9 +363,9 @@ def new_outputs_in_input_order(fusion, tensor_inputs: Sequence[int], inputs, out
     laid_out = tuple(shape[d] for d in order)
     back = tuple(sorted(range(len(order)), key=order.__getitem__))  # the permutation undoing ``order``
     result = list(outputs)
-    for index, spec in enumerate(visible):
+    for index, dtype in enumerate(dtypes):
         if result[index] is None:
-            result[index] = _empty_like(first, laid_out, spec.dtype.numpy).transpose(*back)
+            result[index] = _empty_like(first, laid_out, dtype).transpose(*back)
     return result
 
 
@@ -389,9 +388,13 @@ def _stride_order(array, host: bool = False) -> tuple[int, ...] | None:
     """The dims of more than one element of a torch CUDA tensor or a
     DeviceArray (or with ``host``, a NumPy array) of rank 2 or more, by
     stride, largest first (ties keep their order); None for any other array."""
-    if type(array) is not DeviceArray and not (_is_torch(array) and getattr(array, "is_cuda", False)) and not (host and type(array) is np.ndarray):
+    kind = type(array)
+    if kind is DeviceArray or host and kind is np.ndarray:
+        shape, strides = array.shape, array.strides
+    elif _is_torch(array) and getattr(array, "is_cuda", False):
+        shape, strides = array.shape, array.stride()  # in elements: the same order
+    else:
         return None
-    _, shape, strides, _ = _geometry(array)
     if len(shape) < 2:
         return None
     return tuple(sorted((d for d, size in enumerate(shape) if size != 1), key=lambda d: -abs(strides[d])))
@@ -419,9 +422,11 @@ class FusionExecutorCache:
         self._compiled: dict[tuple, object] = {}
         self._hits = HitCache(fusion)  # raw argument signature -> compiled, for cache hits
         self._loaded = None  # the LoadedFusion or CompiledFusion of for_loaded (then nothing compiles)
-        #: tensor inputs, where column-major CUDA arguments run as row-major views (see row_major_views)
+        #: tensor inputs of an elementwise fusion, where column-major CUDA arguments run as row-major
+        #: views (see row_major_views) and new outputs take the inputs' order (new_outputs_in_input_order)
         elementwise = getattr(fusion, "is_elementwise", None)
         self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
+        self._output_dtypes = [o.dtype.numpy for o in visible_outputs(fusion)] if self._permutable is not None else None
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -542,7 +547,7 @@ class FusionExecutorCache:
                     self.stats.hits += 1
                     return results
         if self._permutable is not None:
-            laid_out = new_outputs_in_input_order(self.fusion, self._permutable, inputs, outputs)
+            laid_out = new_outputs_in_input_order(self._output_dtypes, self._permutable, inputs, outputs)
             if laid_out is not None:
                 results = self.run(inputs, laid_out, cuda_graph=cuda_graph)
                 for k, buf in enumerate(laid_out):  # counted as the plan counts the new outputs it allocates, once the call ran

@@ -115,18 +115,18 @@ def strides_order(array) -> tuple[int, ...]:
 
 
 def test_which_calls_get_new_outputs_in_the_inputs_order():
-    fd = axpy_in_place()  # one visible output (float32); x is updated in place
+    dtypes = [np.dtype(np.float32)]  # axpy_in_place's one visible output
     n = 6
     fortran = [np.zeros((n, n + 1), np.float32, order="F") for _ in range(2)]
-    (out,) = new_outputs_in_input_order(fd, (0, 1), [*fortran, 2.0], None)
+    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [*fortran, 2.0], None)
     assert out.shape == (n, n + 1) and out.dtype == np.float32 and out.flags.f_contiguous
-    (out,) = new_outputs_in_input_order(fd, (0, 1), [*fortran, 2.0], [None])
+    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [*fortran, 2.0], [None])
     assert out.flags.f_contiguous
     batch = np.zeros((4, 3, 2), np.float32).transpose(1, 2, 0)  # strides rank dims (2, 0, 1)
-    (out,) = new_outputs_in_input_order(fd, (0, 1), [batch, batch, 2.0], None)
+    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [batch, batch, 2.0], None)
     assert out.shape == (3, 2, 4) and strides_order(out) == (2, 0, 1) and out.base is not None and out.base.flags.c_contiguous
     one = np.zeros((5, 1, 3), np.float32).transpose(2, 1, 0)  # a dim of one element amid a reversed order
-    (out,) = new_outputs_in_input_order(fd, (0, 1), [one, one, 2.0], None)
+    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [one, one, 2.0], None)
     assert out.shape == (3, 1, 5) and out.strides[0] == 4 and out.strides[2] == 12
     c = np.zeros((n, n + 1), np.float32)
     for label, inputs, outputs in [
@@ -140,7 +140,7 @@ def test_which_calls_get_new_outputs_in_the_inputs_order():
         ("too few inputs", [fortran[0]], None),
         ("inputs not a list", fortran[0], None),
     ]:
-        assert new_outputs_in_input_order(fd, (0, 1), inputs, outputs) is None, label
+        assert new_outputs_in_input_order(dtypes, (0, 1), inputs, outputs) is None, label
 
 
 def two_outputs():

@@ -330,7 +330,7 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     return views, permuted[len(tensor_inputs):]
 
 
-def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequence[int], inputs, outputs) -> list | None:
+def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequence[int], inputs, outputs, layouts: dict | None = None) -> list | None:
     """For a call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
     whose tensor inputs all have one shape and rank their strides in one
     order other than row-major (column-major arrays, ``x.t()``-style views):
@@ -344,7 +344,9 @@ def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequen
     shape, so this changes only where its elements lie: a row-major new
     output of column-major inputs made the kernels (or the CPU's loops)
     transpose (8192x8192 float32 ``x * 2 + y`` on an H200: 971 µs against
-    193; 2048x2048 on one CPU thread: 32 ms against 1.8)."""
+    193; 2048x2048 on one CPU thread: 32 ms against 1.8). ``layouts``
+    (the executor's) keeps what the first input's shape and strides give,
+    for the next call like it."""
     if type(inputs) is not list and type(inputs) is not tuple or not tensor_inputs or len(inputs) <= tensor_inputs[-1]:
         return None
     if outputs is None:
@@ -352,21 +354,52 @@ def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequen
     elif type(outputs) is not list and type(outputs) is not tuple or len(outputs) != len(dtypes) or all(o is not None for o in outputs):
         return None
     first = inputs[tensor_inputs[0]]
-    order = _stride_order(first, host=True)
-    if order is None or list(order) == sorted(order):
-        return None  # row-major (dims of one element aside): most calls leave here
-    shape = tuple(first.shape)
+    kind = type(first)
+    if kind is np.ndarray:
+        if first.flags.c_contiguous:
+            return None  # most calls (NumPy, row-major) leave here
+    elif kind is not DeviceArray and not (_is_torch(first) and getattr(first, "is_cuda", False)):
+        return None  # not an array this applies to (the full validation names what is wrong)
+    shape, strides = first.shape, _strides(first)
+    key = (kind, shape, strides)
+    layout = None if layouts is None else layouts.get(key)
+    if layout is None:
+        layout = _layout(first)
+        if layouts is not None:
+            if len(layouts) >= 64:
+                layouts.clear()
+            layouts[key] = layout
+    if not layout:
+        return None  # row-major (dims of one element aside), or not an array this applies to
+    order, laid_out, back = layout
     for i in tensor_inputs[1:]:
-        if type(inputs[i]) is not type(first) or _stride_order(inputs[i], host=True) != order or tuple(inputs[i].shape) != shape:
+        other = inputs[i]
+        if type(other) is not kind or other.shape != shape or _strides(other) != strides and _stride_order(other, host=True) != order:
             return None
-    order = tuple(d for d, size in enumerate(shape) if size == 1) + order
-    laid_out = tuple(shape[d] for d in order)
-    back = tuple(sorted(range(len(order)), key=order.__getitem__))  # the permutation undoing ``order``
     result = list(outputs)
     for index, dtype in enumerate(dtypes):
         if result[index] is None:
             result[index] = _empty_like(first, laid_out, dtype).transpose(*back)
     return result
+
+
+def _layout(array) -> tuple | bool:
+    """``(order, shape laid out, the permutation back)`` of
+    new_outputs_in_input_order for inputs like ``array``: ``order`` its
+    dims by stride (see _stride_order), ``array.shape`` in that order with
+    its dims of one element first, and the permutation undoing that; False
+    where ``array`` is row-major (dims of one element aside) or of another kind."""
+    order = _stride_order(array, host=True)
+    if order is None or list(order) == sorted(order):
+        return False
+    shape = array.shape
+    full = tuple(d for d, size in enumerate(shape) if size == 1) + order
+    return order, tuple(shape[d] for d in full), tuple(sorted(range(len(full)), key=full.__getitem__))
+
+
+def _strides(array) -> tuple:
+    """The strides of a NumPy array, a DeviceArray (in bytes) or a torch tensor (in elements)."""
+    return array.stride() if _is_torch(array) else array.strides
 
 
 def _empty_like(array, shape: tuple, dtype: np.dtype):
@@ -427,6 +460,7 @@ class FusionExecutorCache:
         elementwise = getattr(fusion, "is_elementwise", None)
         self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
         self._output_dtypes = [o.dtype.numpy for o in visible_outputs(fusion)] if self._permutable is not None else None
+        self._layouts: dict = {}  # (array type, shape, strides) -> its new outputs' layout (new_outputs_in_input_order)
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -547,7 +581,7 @@ class FusionExecutorCache:
                     self.stats.hits += 1
                     return results
         if self._permutable is not None:
-            laid_out = new_outputs_in_input_order(self._output_dtypes, self._permutable, inputs, outputs)
+            laid_out = new_outputs_in_input_order(self._output_dtypes, self._permutable, inputs, outputs, self._layouts)
             if laid_out is not None:
                 results = self.run(inputs, laid_out, cuda_graph=cuda_graph)
                 for k, buf in enumerate(laid_out):  # counted as the plan counts the new outputs it allocates, once the call ran
@@ -555,8 +589,7 @@ class FusionExecutorCache:
                         self.memory.allocations += 1
                         self.memory.allocated_bytes += buf.nbytes
                 return results
-        if self._permutable is not None and outputs is not None:
-            views = row_major_views(self._permutable, inputs, outputs)
+            views = None if outputs is None else row_major_views(self._permutable, inputs, outputs)
             if views is not None:
                 self.run(*views, cuda_graph=cuda_graph)
                 return list(outputs)

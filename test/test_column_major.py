@@ -209,3 +209,19 @@ def test_torch_column_major_inputs_give_column_major_torch_outputs(cuda):
         torch.testing.assert_close(half.double(), (x.double() - y.double()), rtol=1e-3, atol=1e-3)
         assert half.dtype == torch.float16
     assert torch.equal(x, entry[0]) and torch.equal(y, entry[1])
+
+
+def test_column_major_calls_replay_as_a_cuda_graph_with_new_outputs_in_their_order(cuda):
+    fd = two_outputs()
+    fec = FusionExecutorCache(fd)
+    shape = (3, 50, 20)
+    for call in range(3):  # the first call, the graph's build at the first hit, a replay
+        x, y = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape).astype(np.float32)
+        dx, dy = (to_device(np.ascontiguousarray(a.T), "cuda").T for a in (x, y))
+        out, half = fec.run([dx, dy], cuda_graph=True)
+        assert strides_order(out) == strides_order(half) == (2, 1, 0), call
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        np.testing.assert_allclose(to_host(out), x64 * 2.0 + y64, rtol=1e-6, atol=1e-6, err_msg=str(call))
+        np.testing.assert_allclose(to_host(half).astype(np.float64), x64 - y64, rtol=1e-3, atol=1e-3, err_msg=str(call))
+        np.testing.assert_array_equal(to_host(dx), x)
+    assert fec.stats.compilations == 1

@@ -296,16 +296,17 @@ def _is_torch(value: object) -> bool:
     return type(value).__module__.startswith("torch")
 
 
-def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list, list] | None:
+def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list, list, tuple] | None:
     """A call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
     on column-major CUDA arrays as the same call on row-major views of them:
-    ``(inputs, outputs)`` with every tensor argument's dims permuted into
-    the order of the first one's strides (dims of one element first), or
-    None where that order is row-major already (dims of one element aside), or the call is not one this
-    applies to: an output not given (``run`` first gives each new output
-    the inputs' order, :func:`new_outputs_in_input_order`), arguments other
-    than torch CUDA tensors and DeviceArrays, of other shapes, or whose
-    strides rank in another order.
+    ``(inputs, outputs, order)`` with every tensor argument's dims permuted
+    into ``order``, the order of the first one's strides (dims of one
+    element first), or None where that order is row-major already (dims of
+    one element aside), or the call is not one this applies to: an output
+    not given (``run`` first gives each new output the inputs' order,
+    :func:`new_outputs_in_input_order`), arguments other than torch CUDA
+    tensors and DeviceArrays, of other shapes, or whose strides rank in
+    another order.
 
     The kernels walk the dims in row-major order; over column-major arrays
     neighbouring threads touched addresses a column apart (an 8192x8192
@@ -318,16 +319,26 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     order = _stride_order(first)  # first: most calls (NumPy arrays, row-major ones) leave here
     if order is None or list(order) == sorted(order) or any(o is None for o in outputs):
         return None  # row-major (dims of one element aside), or a new output
-    arrays = [inputs[i] for i in tensor_inputs] + list(outputs)
-    for array in arrays[1:]:
+    for array in [inputs[i] for i in tensor_inputs[1:]] + list(outputs):
         if _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
             return None
     order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
-    permuted = [a.permute(order) if _is_torch(a) else a.transpose(*order) for a in arrays]
+    views, given = permuted_arguments(order, tensor_inputs, inputs, dict(enumerate(outputs)))
+    return views, [given[k] for k in range(len(outputs))], order
+
+
+def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given: dict) -> tuple[list, dict]:
+    """``inputs`` with each tensor input's dims permuted into ``order``, and
+    ``given`` (output index -> buffer) likewise: the arguments of
+    :func:`row_major_views`, or of a hit entry remembered for them (HitEntry.order)."""
     views = list(inputs)
-    for i, view in zip(tensor_inputs, permuted):
-        views[i] = view
-    return views, permuted[len(tensor_inputs):]
+    for i in tensor_inputs:
+        views[i] = _permuted(inputs[i], order)
+    return views, {k: _permuted(buf, order) for k, buf in given.items()}
+
+
+def _permuted(array, order: tuple):
+    return array.permute(order) if _is_torch(array) else array.transpose(*order)
 
 
 def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequence[int], inputs, outputs, layouts: dict | None = None) -> list | None:
@@ -589,11 +600,12 @@ class FusionExecutorCache:
                         self.memory.allocations += 1
                         self.memory.allocated_bytes += buf.nbytes
                 return results
-            views = None if outputs is None else row_major_views(self._permutable, inputs, outputs)
-            if views is not None:
-                self.run(*views, cuda_graph=cuda_graph)
-                return list(outputs)
         hit = self._hits.lookup(inputs, outputs)
+        if hit is None and self._permutable is not None and outputs is not None:
+            views = row_major_views(self._permutable, inputs, outputs)
+            if views is not None:
+                self._run_permuted(inputs, outputs, *views, cuda_graph)
+                return list(outputs)
         if hit is not None:
             self.stats.hits += 1
             entry, args, given, pointers = hit
@@ -613,6 +625,19 @@ class FusionExecutorCache:
             return compiled.launch(args, given, memory=self.memory)
         views = compiled.launch(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]
+
+    def _run_permuted(self, inputs, outputs, views, view_outputs, order: tuple, cuda_graph: bool) -> None:
+        """Run a call of column-major arguments on their row-major views (see
+        row_major_views), then remember the call's own signature with the
+        views' compiled fusion and ``order``: its next calls hit (the full
+        validation of the views is that of the arguments: the same elements,
+        bytes and pointers), and their runner, traced on the views, reads the
+        caller's pointers directly (HitEntry.order)."""
+        self.run(views, view_outputs, cuda_graph=cuda_graph)
+        inner = self._hits.entry(views, view_outputs)
+        if inner is not None:
+            separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
+            self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
 
     @property
     def graph_bytes(self) -> int:
@@ -636,13 +661,19 @@ class FusionExecutorCache:
         from fuser_mlir.runtime import replay
 
         device = int(compiled.device.partition(":")[2] or 0)
+        order = entry.order
         try:
-            traced = replay.trace(compiled.plan, compiled.kernels, args, given)
+            # an entry of column-major arguments: traced on their row-major views (its runner reads the same pointers)
+            traced = replay.trace(compiled.plan, compiled.kernels, *(permuted_arguments(order, self._permutable, args, given) if order else (args, given)))
         except replay.NotReplayable as why:
 
             def run_general(args, given, pointers, memory):
-                # the caller's own tensors: the results need no mapping back
-                return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
+                if not order:  # the caller's own tensors: the results need no mapping back
+                    return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
+                views, view_given = permuted_arguments(order, self._permutable, args, given)
+                results = compiled.launch(views, view_given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
+                originals = {id(v): a for v, a in zip(views, args)} | {id(v): given[k] for k, v in view_given.items()}
+                return [originals[id(r)] for r in results]  # every output is given, or its in-place input
 
             entry.replay = entry.graph = run_general
             entry.not_replayed = str(why)

@@ -39,7 +39,12 @@ DeviceArrays, exactly as on the full path. The steady state of a CUDA
 caller (one signature, call after call) skips even the lookup: the entry hit
 last has its checks generated as code at the head of a second replay
 (:class:`Guard`), which FusionExecutorCache.run tries first (:attr:`HitCache.last`);
-when it answers None the lookup runs as above. Other CUDA arrays (CuPy, JAX,
+when it answers None the lookup runs as above. A column-major call of an
+elementwise fusion, run on row-major views of its arguments
+(:func:`fuser_mlir.executor.row_major_views`), is remembered under its own
+signature with the views' compiled fusion and the permutation
+(:attr:`HitEntry.order`): its runner is traced on the views and reads the
+caller's pointers, so its hits cost what a row-major hit costs. Other CUDA arrays (CuPy, JAX,
 DLPack-only) take the full path. Entries are few and bounded: when ``limit``
 raw signatures are remembered (shapes change often), the table starts over
 (dropping an entry drops its replay, and with it any CUDA graph it holds).
@@ -121,6 +126,11 @@ class HitEntry:
     not_replayed: str = ""
     #: the raw signature the entry was remembered under
     signature: tuple = ()
+    #: CUDA, an elementwise fusion's column-major arguments: the order the
+    #: tensor arguments' dims are permuted into for the row-major views that
+    #: ``compiled`` was compiled for and the runner is traced on
+    #: (FusionExecutorCache._run_permuted); None for any other entry
+    order: tuple | None = None
     #: CUDA: the replay with this entry's checks built in,
     #: ``fast(inputs, outputs, memory) -> outputs``, None where the arguments
     #: differ from the signature in any way (see :class:`Guard`); made with
@@ -236,8 +246,14 @@ class HitCache:
 
     # -- remembering ----------------------------------------------------------------
 
-    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False) -> None:
-        """Record a call that passed the full validation and ran ``compiled``."""
+    def entry(self, inputs: Sequence[object], outputs) -> HitEntry | None:
+        """The entry remembered for the raw signature of these arguments, if any."""
+        signature = self.signature(inputs, outputs)
+        return None if signature is None else self._entries.get(signature)
+
+    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False, order: tuple | None = None) -> None:
+        """Record a call that passed the full validation and ran ``compiled``
+        (``order``: on its arguments' dims permuted so, see HitEntry.order)."""
         pointers = []
         signature = self._signature(inputs, outputs, pointers)
         if signature is None:
@@ -274,7 +290,7 @@ class HitCache:
             for a, a_low, a_high in ranges for b, b_low, b_high in ranges if a != b and a_low < b_high and b_low < a_high
         }
         existing = self._entries.get(signature)
-        if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout):
+        if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout) and existing.order == order:
             # keep its runner (and any CUDA graph it built); its guard (made
             # with the runner) keeps the differences it knew and leaves new
             # ones to lookup
@@ -288,7 +304,7 @@ class HitCache:
             self._entries.clear()
         self.last = None
         self._entries[signature] = HitEntry(
-            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), apart, signature=signature
+            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), apart, signature=signature, order=order
         )
 
     def guard(self, entry: HitEntry) -> "Guard | None":

@@ -66,10 +66,12 @@ def test_which_calls_run_as_row_major_views():
     row = device_array(0x4000_0000, (n, n), (n, 1))
     views = row_major_views((0, 1), [column[0], column[1], 2.5], [column[2]])
     assert views is not None
-    (x, y, s), (out,) = views
+    (x, y, s), (out,), order = views
+    assert order == (1, 0)
     assert s == 2.5 and [(a.ptr, a.shape, a.strides) for a in (x, y, out)] == [(c.ptr, (n, n), (4 * n, 4)) for c in column]
     batch = device_array(0x1000_0000, (2, 3, 4), (1, 2, 6))  # column-major over three dims
-    ((view,), (same,)) = row_major_views((0,), [batch], [batch])
+    ((view,), (same,), order) = row_major_views((0,), [batch], [batch])
+    assert order == (2, 1, 0)
     assert view.shape == (4, 3, 2) and view.strides == (24, 8, 4) and same.strides == view.strides
     for label, inputs, outputs in [
         ("row-major already", [row, row, 1.0], [row]),

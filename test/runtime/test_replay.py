@@ -703,3 +703,53 @@ def test_a_torch_replay_checks_the_context_only_when_the_first_launch_says_it_is
     assert first == again and first[4] == 0x55
     run(args, given, pointers, MemoryStats())
     assert ensured == [0] and len(recorder.calls) == 3  # no check while launches succeed
+
+
+def test_a_column_major_call_hits_its_own_entry_traced_on_its_row_major_views(stubbed_hits, monkeypatch):
+    """FusionExecutorCache._run_permuted: after a column-major call of an
+    elementwise fusion ran on its row-major views, its own signature is
+    remembered with the views' compiled fusion; its hits launch exactly what
+    the views' entry launches, on the caller's pointers, and return the
+    caller's arrays."""
+    recorder, remember = stubbed_hits
+    fd = scaled_in_place()  # x <- x * s + y * k in place, and the same as a visible output
+    fec = FusionExecutorCache(fd)
+    column = [device_array(base, (70, 33)).T for base in (0x1000_0000, 0x2000_0000, 0x3000_0000)]
+    x, y, out = column
+    views = [a.T for a in column]
+    remember(fec, fd, [views[0], views[1], 2.5, 3], [views[2]])  # the views' full call, compiled for row-major arrays
+    assert fec.run([x, y, 2.5, 3], [out])[0] is out  # a miss on its own signature: run on the views
+    first = recorder.calls
+    entry = fec._hits.entry([x, y, 2.5, 3], [out])
+    assert entry is not None and entry.order == (1, 0) and entry.compiled is fec._hits.entry(views[:2] + [2.5, 3], [views[2]]).compiled
+    for call in range(2):  # the table's hit (traced on the views), then the guarded replay
+        recorder.calls = []
+        assert fec.run([x, y, 2.5, 3], [out])[0] is out
+        assert recorder.calls == first, call
+    assert fec._hits.last is entry.fast and entry.replay.trace.launches
+    moved = [device_array(base, (70, 33)).T for base in (0x5000_0000, 0x6000_0000, 0x7000_0000)]
+    recorder.calls = []
+    assert fec.run([*moved[:2], 2.5, 3], [moved[2]])[0] is moved[2]
+    swap = {a.ptr: b.ptr for a, b in zip(column, moved)}
+    assert recorder.calls == [(h, g, b, s, st, [swap.get(v, v) for v in slots]) for h, g, b, s, st, slots in first]
+    assert fec._hits.last is entry.fast and fec.stats.hits == 4  # the views' one hit, then this signature's three
+
+
+def test_a_column_major_entry_that_cannot_replay_runs_the_general_path_on_its_views(stubbed_hits, monkeypatch):
+    recorder, remember = stubbed_hits
+    fd = scaled_in_place()
+    fec = FusionExecutorCache(fd)
+    x, y, out = (device_array(base, (70, 33)).T for base in (0x1000_0000, 0x2000_0000, 0x3000_0000))
+    remember(fec, fd, [x.T, y.T, 2.5, 3], [out.T])
+    fec.run([x, y, 2.5, 3], [out])
+    first = recorder.calls
+
+    def not_replayable(*args):
+        raise replay.NotReplayable("a test's")
+
+    monkeypatch.setattr(replay, "trace", not_replayable)
+    recorder.calls = []
+    results = fec.run([x, y, 2.5, 3], [out])
+    entry = fec._hits.entry([x, y, 2.5, 3], [out])
+    assert entry.order == (1, 0) and entry.not_replayed == "a test's"
+    assert results[0] is out and recorder.calls == first

@@ -20,6 +20,7 @@ loaded artifact: same validation, one key, never compiles.
 
 from __future__ import annotations
 
+import functools
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -296,35 +297,43 @@ def _is_torch(value: object) -> bool:
     return type(value).__module__.startswith("torch")
 
 
-def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list, list, tuple] | None:
+def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list, list | None, tuple] | None:
     """A call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
-    on column-major CUDA arrays as the same call on row-major views of them:
+    on column-major arrays as the same call on row-major views of them:
     ``(inputs, outputs, order)`` with every tensor argument's dims permuted
     into ``order``, the order of the first one's strides (dims of one
-    element first), or None where that order is row-major already (dims of
-    one element aside), or the call is not one this applies to: an output
-    not given (``run`` first gives each new output the inputs' order,
-    :func:`new_outputs_in_input_order`), arguments other than torch CUDA
-    tensors and DeviceArrays, of other shapes, or whose strides rank in
-    another order.
+    element first); outputs not given stay None, so the call's new outputs
+    are row-major in the views' dims, which is the inputs' order in the
+    caller's (as NumPy's ufuncs and torch's pointwise ops lay out theirs;
+    nvFuser's allocation order inference does the same). None where that
+    order is row-major already (dims of one element aside), or the call is
+    not one this applies to: arrays other than NumPy arrays, torch CUDA
+    tensors and DeviceArrays, NumPy and CUDA arrays mixed, arrays of other
+    shapes, or whose strides rank in another order.
 
     The kernels walk the dims in row-major order; over column-major arrays
     neighbouring threads touched addresses a column apart (an 8192x8192
-    float32 ``x * 2 + y`` took 1911 µs against 193 on an H200, sweep 51c)."""
-    if type(outputs) is not list and type(outputs) is not tuple or type(inputs) is not list and type(inputs) is not tuple:
+    float32 ``x * 2 + y`` took 1911 µs against 193 on an H200, sweep 51c),
+    and a row-major new output made even a column-major call with every
+    other argument in order transpose (971 µs on the H200; 2048x2048 on one
+    CPU thread: 32 ms against 1.8)."""
+    if type(inputs) is not list and type(inputs) is not tuple or outputs is not None and type(outputs) is not list and type(outputs) is not tuple:
         return None
     if not tensor_inputs or len(inputs) <= tensor_inputs[-1]:
         return None
     first = inputs[tensor_inputs[0]]
-    order = _stride_order(first)  # first: most calls (NumPy arrays, row-major ones) leave here
-    if order is None or list(order) == sorted(order) or any(o is None for o in outputs):
-        return None  # row-major (dims of one element aside), or a new output
-    for array in [inputs[i] for i in tensor_inputs[1:]] + list(outputs):
-        if _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
+    host = type(first) is np.ndarray
+    if host and first.flags.c_contiguous:
+        return None  # most calls (NumPy, row-major) leave here
+    order = _stride_order(first)
+    if order is None or list(order) == sorted(order):
+        return None  # row-major (dims of one element aside), or not an array this applies to
+    for array in [inputs[i] for i in tensor_inputs[1:]] + [o for o in outputs or () if o is not None]:
+        if (type(array) is np.ndarray) is not host or _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
             return None
     order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
-    views, given = permuted_arguments(order, tensor_inputs, inputs, dict(enumerate(outputs)))
-    return views, [given[k] for k in range(len(outputs))], order
+    views, given = permuted_arguments(order, tensor_inputs, inputs, {k: o for k, o in enumerate(outputs or ()) if o is not None})
+    return views, None if outputs is None else [given.get(k) for k in range(len(outputs))], order
 
 
 def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given: dict) -> tuple[list, dict]:
@@ -338,102 +347,46 @@ def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given
 
 
 def _permuted(array, order: tuple):
-    return array.permute(order) if _is_torch(array) else array.transpose(*order)
+    """A view of ``array`` (NumPy, DeviceArray or torch) with its dims in ``order``."""
+    return array.transpose(order) if type(array) is np.ndarray or not _is_torch(array) else array.permute(order)
 
 
-def new_outputs_in_input_order(dtypes: Sequence[np.dtype], tensor_inputs: Sequence[int], inputs, outputs, layouts: dict | None = None) -> list | None:
-    """For a call of an elementwise fusion (:meth:`FusionDefinition.is_elementwise`)
-    whose tensor inputs all have one shape and rank their strides in one
-    order other than row-major (column-major arrays, ``x.t()``-style views):
-    ``outputs`` with every new output (None, or ``outputs`` None) allocated
-    dense in that order (``dtypes``: the visible outputs'), as NumPy's ufuncs and torch's pointwise ops lay out
-    theirs (nvFuser's allocation order inference does the same). None for
-    any other call: it then runs as it is, and the full validation names
-    what is wrong with it.
-
-    Every visible output of such a fusion is a new buffer of the inputs'
-    shape, so this changes only where its elements lie: a row-major new
-    output of column-major inputs made the kernels (or the CPU's loops)
-    transpose (8192x8192 float32 ``x * 2 + y`` on an H200: 971 µs against
-    193; 2048x2048 on one CPU thread: 32 ms against 1.8). ``layouts``
-    (the executor's) keeps what the first input's shape and strides give,
-    for the next call like it."""
-    if type(inputs) is not list and type(inputs) is not tuple or not tensor_inputs or len(inputs) <= tensor_inputs[-1]:
-        return None
-    if outputs is None:
-        outputs = [None] * len(dtypes)
-    elif type(outputs) is not list and type(outputs) is not tuple or len(outputs) != len(dtypes) or all(o is not None for o in outputs):
-        return None
-    first = inputs[tensor_inputs[0]]
-    kind = type(first)
-    if kind is np.ndarray:
-        if first.flags.c_contiguous:
-            return None  # most calls (NumPy, row-major) leave here
-    elif kind is not DeviceArray and not (_is_torch(first) and getattr(first, "is_cuda", False)):
-        return None  # not an array this applies to (the full validation names what is wrong)
-    shape, strides = first.shape, _strides(first)
-    key = (kind, shape, strides)
-    layout = None if layouts is None else layouts.get(key)
-    if layout is None:
-        layout = _layout(first)
-        if layouts is not None:
-            if len(layouts) >= 64:
-                layouts.clear()
-            layouts[key] = layout
-    if not layout:
-        return None  # row-major (dims of one element aside), or not an array this applies to
-    order, laid_out, back = layout
-    for i in tensor_inputs[1:]:
-        other = inputs[i]
-        if type(other) is not kind or other.shape != shape or _strides(other) != strides and _stride_order(other, host=True) != order:
-            return None
-    result = list(outputs)
-    for index, dtype in enumerate(dtypes):
-        if result[index] is None:
-            result[index] = _empty_like(first, laid_out, dtype).transpose(*back)
-    return result
+def _inverse(order: tuple) -> tuple:
+    """The permutation undoing ``order``."""
+    return tuple(sorted(range(len(order)), key=order.__getitem__))
 
 
-def _layout(array) -> tuple | bool:
-    """``(order, shape laid out, the permutation back)`` of
-    new_outputs_in_input_order for inputs like ``array``: ``order`` its
-    dims by stride (see _stride_order), ``array.shape`` in that order with
-    its dims of one element first, and the permutation undoing that; False
-    where ``array`` is row-major (dims of one element aside) or of another kind."""
-    order = _stride_order(array, host=True)
-    if order is None or list(order) == sorted(order):
-        return False
-    shape = array.shape
-    full = tuple(d for d, size in enumerate(shape) if size == 1) + order
-    return order, tuple(shape[d] for d in full), tuple(sorted(range(len(full)), key=full.__getitem__))
+def _caller_results(results: list, order: tuple, originals: dict) -> list:
+    """The results of a call run on permuted views, as the caller sees them:
+    each view of a caller's array (``originals``: id of the view -> the
+    array) that array, each new output permuted back into the caller's dims."""
+    back = _inverse(order)
+    return [originals[id(r)] if id(r) in originals else _permuted(r, back) for r in results]
 
 
-def _strides(array) -> tuple:
-    """The strides of a NumPy array, a DeviceArray (in bytes) or a torch tensor (in elements)."""
-    return array.stride() if _is_torch(array) else array.strides
+def _permuting_back(run, order: tuple, new: Sequence[int]):
+    """``run`` (a generated replay or graph of an entry traced on row-major
+    views) with its new outputs (result positions ``new``) permuted back into
+    the caller's dims; its other results are the caller's own arrays. A
+    guarded replay's None (the arguments are not the entry's) stays None."""
+    back = _inverse(order)
+
+    def run_back(*arguments):
+        results = run(*arguments)
+        if results is not None:
+            for k in new:
+                results[k] = _permuted(results[k], back)
+        return results
+
+    return functools.update_wrapper(run_back, run)  # its trace, graph and graph_bytes too
 
 
-def _empty_like(array, shape: tuple, dtype: np.dtype):
-    """A new C-contiguous array of ``shape`` and ``dtype`` of ``array``'s
-    kind and device (NumPy, torch CUDA, DeviceArray), as the runtime makes
-    new outputs (a DeviceArray's ordered on the legacy default stream)."""
-    if isinstance(array, np.ndarray):
-        return np.empty(shape, dtype)
-    if type(array) is DeviceArray:
-        return DeviceArray.empty(shape, dtype, device=array._device, stream=0)
-    import torch
-
-    from fuser_mlir.runtime.arrays import torch_dtype
-
-    return torch.empty(shape, dtype=torch_dtype(dtype), device=array.device)
-
-
-def _stride_order(array, host: bool = False) -> tuple[int, ...] | None:
-    """The dims of more than one element of a torch CUDA tensor or a
-    DeviceArray (or with ``host``, a NumPy array) of rank 2 or more, by
-    stride, largest first (ties keep their order); None for any other array."""
+def _stride_order(array) -> tuple[int, ...] | None:
+    """The dims of more than one element of a NumPy array, a torch CUDA
+    tensor or a DeviceArray of rank 2 or more, by stride, largest first
+    (ties keep their order); None for any other array."""
     kind = type(array)
-    if kind is DeviceArray or host and kind is np.ndarray:
+    if kind is DeviceArray or kind is np.ndarray:
         shape, strides = array.shape, array.strides
     elif _is_torch(array) and getattr(array, "is_cuda", False):
         shape, strides = array.shape, array.stride()  # in elements: the same order
@@ -466,12 +419,9 @@ class FusionExecutorCache:
         self._compiled: dict[tuple, object] = {}
         self._hits = HitCache(fusion)  # raw argument signature -> compiled, for cache hits
         self._loaded = None  # the LoadedFusion or CompiledFusion of for_loaded (then nothing compiles)
-        #: tensor inputs of an elementwise fusion, where column-major CUDA arguments run as row-major
-        #: views (see row_major_views) and new outputs take the inputs' order (new_outputs_in_input_order)
+        #: tensor inputs of an elementwise fusion, whose column-major arguments run as row-major views (see row_major_views)
         elementwise = getattr(fusion, "is_elementwise", None)
         self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
-        self._output_dtypes = [o.dtype.numpy for o in visible_outputs(fusion)] if self._permutable is not None else None
-        self._layouts: dict = {}  # (array type, shape, strides) -> its new outputs' layout (new_outputs_in_input_order)
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -591,21 +541,11 @@ class FusionExecutorCache:
                 if results is not None:
                     self.stats.hits += 1
                     return results
-        if self._permutable is not None:
-            laid_out = new_outputs_in_input_order(self._output_dtypes, self._permutable, inputs, outputs, self._layouts)
-            if laid_out is not None:
-                results = self.run(inputs, laid_out, cuda_graph=cuda_graph)
-                for k, buf in enumerate(laid_out):  # counted as the plan counts the new outputs it allocates, once the call ran
-                    if outputs is None or outputs[k] is None:
-                        self.memory.allocations += 1
-                        self.memory.allocated_bytes += buf.nbytes
-                return results
         hit = self._hits.lookup(inputs, outputs)
-        if hit is None and self._permutable is not None and outputs is not None:
+        if hit is None and self._permutable is not None:
             views = row_major_views(self._permutable, inputs, outputs)
             if views is not None:
-                self._run_permuted(inputs, outputs, *views, cuda_graph)
-                return list(outputs)
+                return self._run_permuted(inputs, outputs, *views, cuda_graph)
         if hit is not None:
             self.stats.hits += 1
             entry, args, given, pointers = hit
@@ -626,18 +566,22 @@ class FusionExecutorCache:
         views = compiled.launch(args, given, memory=self.memory, torch_outputs=torch_outputs)
         return [_user_object(view, inputs, args, outputs, given) for view in views]
 
-    def _run_permuted(self, inputs, outputs, views, view_outputs, order: tuple, cuda_graph: bool) -> None:
+    def _run_permuted(self, inputs, outputs, views, view_outputs, order: tuple, cuda_graph: bool) -> list:
         """Run a call of column-major arguments on their row-major views (see
-        row_major_views), then remember the call's own signature with the
-        views' compiled fusion and ``order``: its next calls hit (the full
-        validation of the views is that of the arguments: the same elements,
-        bytes and pointers), and their runner, traced on the views, reads the
-        caller's pointers directly (HitEntry.order)."""
-        self.run(views, view_outputs, cuda_graph=cuda_graph)
+        row_major_views) and return its results in the caller's dims; then
+        remember the call's own signature with the views' compiled fusion and
+        ``order``: its next calls hit (the full validation of the views is
+        that of the arguments: the same elements, bytes and pointers), and
+        their runner, made on the views, reads the caller's pointers directly
+        (HitEntry.order)."""
+        results = self.run(views, view_outputs, cuda_graph=cuda_graph)
         inner = self._hits.entry(views, view_outputs)
         if inner is not None:
             separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
             self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
+        originals = {id(views[i]): inputs[i] for i in self._permutable}
+        originals.update((id(v), o) for v, o in zip(view_outputs or (), outputs or ()) if v is not None)
+        return _caller_results(results, order, originals)
 
     @property
     def graph_bytes(self) -> int:
@@ -647,8 +591,12 @@ class FusionExecutorCache:
 
     def _runner(self, entry, args, given, cuda_graph: bool):
         """The runner of a hit entry (see HitEntry.replay), made at its first
-        hit: on CUDA a generated replay of its launches, or a CUDA graph."""
+        hit: on CUDA a generated replay of its launches, or a CUDA graph. An
+        entry of column-major arguments (HitEntry.order) runs on their
+        row-major views: its replays are traced on them (and read the same
+        pointers), the other runners permute them per call."""
         compiled = entry.compiled
+        order = entry.order
         if compiled.device == "cpu":
             if cuda_graph:
                 raise _graph_on_cpu()
@@ -656,40 +604,55 @@ class FusionExecutorCache:
             def run_cpu(args, given, pointers, memory):
                 return compiled.launch(args, given, memory=memory)
 
-            entry.replay = run_cpu
-            return run_cpu
+            entry.replay = self._on_views(run_cpu, entry) if order else run_cpu
+            return entry.replay
         from fuser_mlir.runtime import replay
 
         device = int(compiled.device.partition(":")[2] or 0)
-        order = entry.order
         try:
-            # an entry of column-major arguments: traced on their row-major views (its runner reads the same pointers)
             traced = replay.trace(compiled.plan, compiled.kernels, *(permuted_arguments(order, self._permutable, args, given) if order else (args, given)))
         except replay.NotReplayable as why:
 
             def run_general(args, given, pointers, memory):
-                if not order:  # the caller's own tensors: the results need no mapping back
-                    return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
-                views, view_given = permuted_arguments(order, self._permutable, args, given)
-                results = compiled.launch(views, view_given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
-                originals = {id(v): a for v, a in zip(views, args)} | {id(v): given[k] for k, v in view_given.items()}
-                return [originals[id(r)] for r in results]  # every output is given, or its in-place input
+                # the caller's own tensors: the results need no mapping back
+                return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
 
-            entry.replay = entry.graph = run_general
+            entry.replay = entry.graph = self._on_views(run_general, entry) if order else run_general
             entry.not_replayed = str(why)
-            return run_general
+            return entry.replay
+        new = [k for k, (kind, _) in enumerate(traced.results) if kind == "output"]
+        back = (lambda run: _permuting_back(run, order, new)) if order and new else (lambda run: run)
         options = dict(device=device, torch_outputs=entry.torch_outputs, input_at=entry.input_at, given_at=entry.given_at)
         if not cuda_graph:
-            entry.replay = replay.plain_replay(traced, **options)
+            entry.replay = back(replay.plain_replay(traced, **options))
             guard = self._hits.guard(entry)
             if guard is not None:  # the same trace: the two share its cells, slots and lock
-                entry.fast = replay.plain_replay(traced, device=device, torch_outputs=entry.torch_outputs, arguments=guard)
+                entry.fast = back(replay.plain_replay(traced, device=device, torch_outputs=entry.torch_outputs, arguments=guard))
             return entry.replay
-        entry.graph = replay.graph_replay(traced, **options)
+        entry.graph = back(replay.graph_replay(traced, **options))
         if entry.graph.graph_bytes:  # one allocation, held by the graph (its replays count it as live)
             self.memory.allocations += 1
             self.memory.allocated_bytes += entry.graph.graph_bytes
         return entry.graph
+
+    def _on_views(self, run, entry):
+        """``run(args, given, pointers, memory)`` called on the row-major
+        views of the arguments of a column-major entry (see HitEntry.order),
+        its results as the caller sees them: each given output the caller's
+        own, an output given as its in-place input that input, and each new
+        output permuted back into the caller's dims."""
+        tensor_inputs, order, back = self._permutable, entry.order, _inverse(entry.order)
+        passed = {index: (alias, separate) for index, alias, separate in entry.outputs}
+
+        def run_on_views(args, given, pointers, memory):
+            views, view_given = permuted_arguments(order, tensor_inputs, args, given)
+            results = run(views, view_given, pointers, memory)
+            for k, result in enumerate(results):
+                how = passed.get(k)
+                results[k] = _permuted(result, back) if how is None else given[k] if how[1] else args[how[0]]
+            return results
+
+        return run_on_views
 
     def _check_graph_arguments(self, compiled, inputs, outputs) -> None:
         """DeviceError unless a call can replay a CUDA graph (cuda_graph=True)."""

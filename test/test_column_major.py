@@ -1,12 +1,12 @@
-"""Column-major CUDA arguments of elementwise fusions run as row-major views
+"""Column-major arguments of elementwise fusions run as row-major views
 (fuser_mlir.executor.row_major_views): the kernels walk the dims in
 row-major order, so over column-major arrays neighbouring threads touched
-addresses a column apart (a tenth of the row-major speed, sweep 51c). And
-the new outputs of such a fusion take its inputs' order
-(new_outputs_in_input_order), as NumPy's and torch's do, so that a
-column-major call does not transpose into a row-major output. First which
-definitions are elementwise and which calls are permuted or laid out, on
-addresses alone; then the calls themselves, on the CPU and the GPU."""
+addresses a column apart (a tenth of the row-major speed, sweep 51c). New
+outputs stay new in the views, so they take the inputs' order in the
+caller's dims, as NumPy's and torch's do, and a column-major call does not
+transpose into a row-major output. First which definitions are elementwise
+and which calls are permuted, on addresses alone; then the calls
+themselves, on the CPU and the GPU."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from devices import to_device, to_host
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.errors import InputError
-from fuser_mlir.executor import new_outputs_in_input_order, row_major_views
+from fuser_mlir.executor import row_major_views
 from fuser_mlir.runtime.arrays import DeviceArray
 
 RNG = np.random.default_rng(51)
@@ -73,14 +73,26 @@ def test_which_calls_run_as_row_major_views():
     ((view,), (same,), order) = row_major_views((0,), [batch], [batch])
     assert order == (2, 1, 0)
     assert view.shape == (4, 3, 2) and view.strides == (24, 8, 4) and same.strides == view.strides
+    # new outputs stay new: the call makes them row-major in the views' dims, the inputs' order in the caller's
+    assert row_major_views((0, 1), [column[0], column[1], 1.0], [None])[1:] == ([None], (1, 0))
+    assert row_major_views((0, 1), [column[0], column[1], 1.0], None)[1:] == (None, (1, 0))
+    permuted = np.zeros((4, 3, 2), np.float32).transpose(1, 2, 0)  # NumPy: strides rank the dims (2, 0, 1)
+    ((view, _, _), outputs, order) = row_major_views((0, 1), [permuted, permuted, 1.0], [None])
+    assert order == (2, 0, 1) and view.flags.c_contiguous and view.base is permuted.base and outputs == [None]
+    one = np.zeros((5, 1, 3), np.float32).transpose(2, 1, 0)  # a dim of one element amid a reversed order
+    assert row_major_views((0, 1), [one, one, 1.0], None)[2] == (1, 2, 0)
+    fortran = np.zeros((n, n), np.float32, order="F")
     for label, inputs, outputs in [
         ("row-major already", [row, row, 1.0], [row]),
+        ("row-major NumPy arrays", [np.zeros((n, n), np.float32)] * 2 + [1.0], None),
         ("a dim of one element, row-major aside from it", [device_array(0x1000_0000, (n, 1), (1, 1))] * 2 + [1.0], [device_array(0x2000_0000, (n, 1), (1, 1))]),
         ("the arguments in different orders", [column[0], row, 1.0], [column[2]]),
-        ("a new output", [column[0], column[1], 1.0], [None]),
+        ("a given output in another order", [column[0], column[1], 1.0], [row]),
         ("another shape", [column[0], device_array(0x2000_0000, (n, n - 1), (1, n)), 1.0], [column[2]]),
-        ("NumPy arrays (the CPU runtime orders their dims itself)", [np.zeros((n, n), np.float32, order="F")] * 2 + [1.0], [np.zeros((n, n), np.float32, order="F")]),
+        ("NumPy and CUDA arrays mixed", [fortran, column[1], 1.0], None),
         ("too few inputs", [column[0]], [column[2]]),
+        ("inputs not a list", column[0], None),
+        ("outputs not a list (the full validation names it)", [column[0], column[1], 1.0], column[2]),
     ]:
         assert row_major_views((0, 1), inputs, outputs) is None, label
 
@@ -90,19 +102,17 @@ def column_major(values: np.ndarray, device: str):
     return to_device(np.ascontiguousarray(values.T), device).T
 
 
-def test_column_major_arguments_give_row_major_results_on_the_row_major_kernels(device):
-    if device == "cpu":
-        pytest.skip("the CPU runtime orders an elementwise call's dims itself (test_cpu_split.py)")
+def test_column_major_arguments_run_on_the_row_major_kernels(device):
     fd = axpy_in_place()
     fec = FusionExecutorCache(fd)
     shape = (300, 200)
     for layout in ("row-major", "column-major", "column-major"):  # a miss, then a hit of the same kernels
         x, y = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape).astype(np.float32)
         place = column_major if layout == "column-major" else to_device
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)  # before the call: on the CPU, dx is x itself
         dx, dy, out = place(x, device), place(y, device), place(np.full(shape, np.nan, np.float32), device)
         (result,) = fec.run([dx, dy, 1.5], outputs=[out])
         assert result is out, layout
-        x64, y64 = x.astype(np.float64), y.astype(np.float64)
         expected = np.where(x64 > y64, x64 * 1.5, y.astype(np.float16).astype(np.float64))
         np.testing.assert_allclose(to_host(out), expected, rtol=1e-6, atol=1e-6, err_msg=layout)
         np.testing.assert_allclose(to_host(dx), x64 * 2.0, rtol=1e-6, err_msg=layout)  # updated in place
@@ -114,35 +124,6 @@ def strides_order(array) -> tuple[int, ...]:
     """The dims of ``array`` by stride, largest first (NumPy, DeviceArray or torch)."""
     strides = array.stride() if type(array).__module__.startswith("torch") else array.strides
     return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
-
-
-def test_which_calls_get_new_outputs_in_the_inputs_order():
-    dtypes = [np.dtype(np.float32)]  # axpy_in_place's one visible output
-    n = 6
-    fortran = [np.zeros((n, n + 1), np.float32, order="F") for _ in range(2)]
-    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [*fortran, 2.0], None)
-    assert out.shape == (n, n + 1) and out.dtype == np.float32 and out.flags.f_contiguous
-    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [*fortran, 2.0], [None])
-    assert out.flags.f_contiguous
-    batch = np.zeros((4, 3, 2), np.float32).transpose(1, 2, 0)  # strides rank dims (2, 0, 1)
-    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [batch, batch, 2.0], None)
-    assert out.shape == (3, 2, 4) and strides_order(out) == (2, 0, 1) and out.base is not None and out.base.flags.c_contiguous
-    one = np.zeros((5, 1, 3), np.float32).transpose(2, 1, 0)  # a dim of one element amid a reversed order
-    (out,) = new_outputs_in_input_order(dtypes, (0, 1), [one, one, 2.0], None)
-    assert out.shape == (3, 1, 5) and out.strides[0] == 4 and out.strides[2] == 12
-    c = np.zeros((n, n + 1), np.float32)
-    for label, inputs, outputs in [
-        ("row-major already", [c, c, 1.0], None),
-        ("a dim of one element, row-major aside from it", [np.zeros((n, 1), np.float32, order="F")] * 2 + [1.0], None),
-        ("the inputs in different orders", [fortran[0], c, 1.0], None),
-        ("another shape", [fortran[0], np.zeros((n, n), np.float32, order="F"), 1.0], None),
-        ("every output given", [*fortran, 1.0], [np.zeros((n, n + 1), np.float32, order="F")]),
-        ("too many outputs: the full validation names them", [*fortran, 1.0], [None, None]),
-        ("outputs of the wrong type: likewise", [*fortran, 1.0], np.zeros((n, n + 1), np.float32, order="F")),
-        ("too few inputs", [fortran[0]], None),
-        ("inputs not a list", fortran[0], None),
-    ]:
-        assert new_outputs_in_input_order(dtypes, (0, 1), inputs, outputs) is None, label
 
 
 def two_outputs():
@@ -161,15 +142,19 @@ def test_new_outputs_follow_the_inputs_order(device, order):
     fec = FusionExecutorCache(fd)
     shape = (5, 40, 30)
     layouts = {}
-    for layout in ("row-major", "permuted", "permuted", "permuted, the first output given"):
+    for layout in ("row-major", "permuted", "permuted", "permuted, the first output given", "permuted, the first output given row-major"):
         x, y = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape).astype(np.float32)
         entry = [x.copy(), y.copy()]
-        if layout == "row-major":
-            dx, dy = to_device(x, device), to_device(y, device)
-        else:  # the same values, in memory in ``order``
-            back = tuple(np.argsort(order))
-            dx, dy = (to_device(np.ascontiguousarray(a.transpose(order)), device).transpose(*back) for a in (x, y))
-        given = to_device(np.full(shape, np.nan, np.float32), device) if layout.endswith("given") else None
+        back = tuple(np.argsort(order))
+
+        def place(a):  # ``a``'s values on the device, in memory in ``order`` (the same values, other addresses)
+            return to_device(np.ascontiguousarray(a.transpose(order)), device).transpose(*back)
+
+        dx, dy = (to_device(a, device) if layout == "row-major" else place(a) for a in (x, y))
+        given = None
+        if "given" in layout:  # in the inputs' order, or row-major: then the arguments share no order, and new outputs are row-major
+            poison = np.full(shape, np.nan, np.float32)
+            given = to_device(poison, device) if layout.endswith("row-major") else place(poison)
         before = (fec.memory.allocations, fec.memory.allocated_bytes)
         outs = fec.run([dx, dy], outputs=None if given is None else [given, None])
         layouts[layout] = [strides_order(o) for o in outs]
@@ -185,7 +170,8 @@ def test_new_outputs_follow_the_inputs_order(device, order):
             assert outs[0] is given
     assert layouts["row-major"] == [(0, 1, 2)] * 2
     assert layouts["permuted"] == [order] * 2
-    assert layouts["permuted, the first output given"] == [(0, 1, 2), order]
+    assert layouts["permuted, the first output given"] == [order] * 2
+    assert layouts["permuted, the first output given row-major"] == [(0, 1, 2)] * 2
 
 
 def test_a_bad_call_of_permuted_inputs_is_refused_as_before_and_counts_nothing(device):

@@ -329,8 +329,15 @@ class DeviceArray:
     # -- views -------------------------------------------------------------
 
     def _view(self, ptr: int, shape, strides) -> "DeviceArray":
-        owner = self if self._owner is None else self._owner
-        return DeviceArray(ptr, shape, strides, self._dtype, owner=owner, device=self._device, readonly=self._readonly, stream=self._stream)
+        """A view of this array's memory: ``ptr``, ``shape`` and ``strides``
+        are Python ints made from this array's own, so the constructor's
+        conversions and checks are skipped (a view costs a third as much;
+        hit paths permute column-major arguments with it)."""
+        view = DeviceArray.__new__(DeviceArray)
+        view._ptr, view._shape, view._strides, view._dtype = ptr, tuple(shape), tuple(strides), self._dtype
+        view._owner = self if self._owner is None else self._owner
+        view._device, view._readonly, view._stream, view._finalizer = self._device, self._readonly, self._stream, None
+        return view
 
     def __getitem__(self, key) -> "DeviceArray":
         """Basic indexing as NumPy does it: integers and slices (any step) one

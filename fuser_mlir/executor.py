@@ -516,9 +516,10 @@ class FusionExecutorCache:
         NumPy arrays on the CPU, torch tensors when the inputs are torch
         tensors, else DeviceArrays. New outputs are row-major
         (C-contiguous), but those of an elementwise fusion whose tensor
-        inputs all rank their strides in one other order (column-major
-        arrays, ``x.t()`` views) take that order, as NumPy's ufuncs and
-        torch's pointwise ops do (:func:`new_outputs_in_input_order`).
+        arguments (inputs and given outputs) all rank their strides in one
+        other order (column-major arrays, ``x.t()`` views) take that order,
+        as NumPy's ufuncs and torch's pointwise ops do: such a call runs on
+        row-major views of its arguments (:func:`row_major_views`).
 
         ``cuda_graph=True`` (CUDA, torch tensors or DeviceArrays): a cache
         hit replays the fusion's launches as one CUDA graph, built at the

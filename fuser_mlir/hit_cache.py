@@ -43,8 +43,9 @@ when it answers None the lookup runs as above. A column-major call of an
 elementwise fusion, run on row-major views of its arguments
 (:func:`fuser_mlir.executor.row_major_views`), is remembered under its own
 signature with the views' compiled fusion and the permutation
-(:attr:`HitEntry.order`): its runner is traced on the views and reads the
-caller's pointers, so its hits cost what a row-major hit costs. Other CUDA arrays (CuPy, JAX,
+(:attr:`HitEntry.order`): on CUDA its replay is traced on the views and
+reads the caller's pointers, so its hits cost what a row-major hit costs
+(on the CPU the runner permutes the arrays per call). Other CUDA arrays (CuPy, JAX,
 DLPack-only) take the full path. Entries are few and bounded: when ``limit``
 raw signatures are remembered (shapes change often), the table starts over
 (dropping an entry drops its replay, and with it any CUDA graph it holds).
@@ -126,10 +127,11 @@ class HitEntry:
     not_replayed: str = ""
     #: the raw signature the entry was remembered under
     signature: tuple = ()
-    #: CUDA, an elementwise fusion's column-major arguments: the order the
-    #: tensor arguments' dims are permuted into for the row-major views that
-    #: ``compiled`` was compiled for and the runner is traced on
-    #: (FusionExecutorCache._run_permuted); None for any other entry
+    #: an elementwise fusion's column-major arguments: the order the tensor
+    #: arguments' dims are permuted into for the row-major views that
+    #: ``compiled`` was compiled for (FusionExecutorCache._run_permuted): a
+    #: CUDA replay is traced on the views, other runners permute per call;
+    #: None for any other entry
     order: tuple | None = None
     #: CUDA: the replay with this entry's checks built in,
     #: ``fast(inputs, outputs, memory) -> outputs``, None where the arguments

@@ -213,3 +213,24 @@ def test_column_major_calls_replay_as_a_cuda_graph_with_new_outputs_in_their_ord
         np.testing.assert_allclose(to_host(half).astype(np.float64), x64 - y64, rtol=1e-3, atol=1e-3, err_msg=str(call))
         np.testing.assert_array_equal(to_host(dx), x)
     assert fec.stats.compilations == 1
+
+
+def test_an_output_given_as_its_in_place_input_itself_comes_back_as_that_input(device):
+    with FusionDefinition(name="scaled_in_place") as fd:  # x <- x * s + y in place, and the same as a visible output
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        s = fd.define_scalar(dtype=DataType.Float)
+        t = x * s + y
+        fd.add_output(t, x)
+        fd.add_output(t)
+    fec = FusionExecutorCache(fd)
+    shape = (40, 30)
+    for call in range(3):  # the views' miss, then this signature's hits
+        x, y = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape).astype(np.float32)
+        expected = x.astype(np.float64) * 0.5 + y.astype(np.float64)
+        dx, dy = column_major(x, device), column_major(y, device)
+        (result,) = fec.run([dx, dy, 0.5], outputs=[dx])
+        assert result is dx, call
+        np.testing.assert_allclose(to_host(dx), expected, rtol=1e-6, atol=1e-6, err_msg=str(call))
+        np.testing.assert_array_equal(to_host(dy), y)
+    assert fec.stats.compilations == 1 and fec.stats.hits >= 2

@@ -20,7 +20,6 @@ loaded artifact: same validation, one key, never compiles.
 
 from __future__ import annotations
 
-import functools
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -364,23 +363,6 @@ def _caller_results(results: list, order: tuple, originals: dict) -> list:
     return [originals[id(r)] if id(r) in originals else _permuted(r, back) for r in results]
 
 
-def _permuting_back(run, order: tuple, new: Sequence[int]):
-    """``run`` (a generated replay or graph of an entry traced on row-major
-    views) with its new outputs (result positions ``new``) permuted back into
-    the caller's dims; its other results are the caller's own arrays. A
-    guarded replay's None (the arguments are not the entry's) stays None."""
-    back = _inverse(order)
-
-    def run_back(*arguments):
-        results = run(*arguments)
-        if results is not None:
-            for k in new:
-                results[k] = _permuted(results[k], back)
-        return results
-
-    return functools.update_wrapper(run_back, run)  # its trace, graph and graph_bytes too
-
-
 def _stride_order(array) -> tuple[int, ...] | None:
     """The dims of more than one element of a NumPy array, a torch CUDA
     tensor or a DeviceArray of rank 2 or more, by stride, largest first
@@ -621,16 +603,15 @@ class FusionExecutorCache:
             entry.replay = entry.graph = self._on_views(run_general, entry) if order else run_general
             entry.not_replayed = str(why)
             return entry.replay
-        new = [k for k, (kind, _) in enumerate(traced.results) if kind == "output"]
-        back = (lambda run: _permuting_back(run, order, new)) if order and new else (lambda run: run)
-        options = dict(device=device, torch_outputs=entry.torch_outputs, input_at=entry.input_at, given_at=entry.given_at)
+        back = _inverse(order) if order else None  # new outputs: made row-major in the views' dims, seen in the caller's
+        options = dict(device=device, torch_outputs=entry.torch_outputs, input_at=entry.input_at, given_at=entry.given_at, back=back)
         if not cuda_graph:
-            entry.replay = back(replay.plain_replay(traced, **options))
+            entry.replay = replay.plain_replay(traced, **options)
             guard = self._hits.guard(entry)
             if guard is not None:  # the same trace: the two share its cells, slots and lock
-                entry.fast = back(replay.plain_replay(traced, device=device, torch_outputs=entry.torch_outputs, arguments=guard))
+                entry.fast = replay.plain_replay(traced, device=device, torch_outputs=entry.torch_outputs, arguments=guard, back=back)
             return entry.replay
-        entry.graph = back(replay.graph_replay(traced, **options))
+        entry.graph = replay.graph_replay(traced, **options)
         if entry.graph.graph_bytes:  # one allocation, held by the graph (its replays count it as live)
             self.memory.allocations += 1
             self.memory.allocated_bytes += entry.graph.graph_bytes

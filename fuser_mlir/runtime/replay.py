@@ -404,10 +404,12 @@ def _pointer_expression(source: tuple) -> str:
 CONTEXT_ERRORS = (201, 400)
 
 
-def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, torch_outputs: bool, allocate, current_stream, ensure, check_context: bool = True) -> None:
+def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, torch_outputs: bool, allocate, current_stream, ensure, check_context: bool = True, back: tuple | None = None) -> None:
     """The arguments' checks and pointers (``arguments``), context check
     (unless the caller retries a launch the context made fail, see
-    plain_replay), stream, and new outputs."""
+    plain_replay), stream, and new outputs (each made as the trace's
+    row-major buffer, then seen with its dims in order ``back`` where given:
+    see plain_replay)."""
     w.lines.append(f"def replay({arguments.parameters}):")
     arguments.write(w, _sources(trace))
     w.constant("ensure", ensure)
@@ -423,23 +425,27 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
         w.line(f"stream = {default_stream}")
     data = ".data_ptr()" if torch_outputs else ".ptr"
     for buffer_id, shape, dtype in trace.outputs:
-        w.line(f"o{buffer_id} = {_allocation(w, allocate, shape, dtype)}")
+        w.line(f"o{buffer_id} = {_allocation(w, allocate, shape, dtype, back)}")
         w.line(f"q{buffer_id} = o{buffer_id}{data}")
 
 
-def _allocation(w: _Writer, allocate, shape: tuple, dtype: str) -> str:
+def _allocation(w: _Writer, allocate, shape: tuple, dtype: str, back: tuple | None = None) -> str:
     """The expression allocating a new buffer: the runtime's torch
     allocations as a direct ``torch.empty_strided`` call with the C-contiguous
     strides written out (see cuda._allocator), any other allocator called as
-    ``allocate(shape, dtype)``."""
+    ``allocate(shape, dtype)``. With ``back``, the same bytes seen with their
+    dims in that order: ``empty_strided`` of the permuted shape and strides,
+    or the allocation's ``.transpose(back)``."""
     inline = getattr(allocate, "torch_empty_strided", None)
     if inline is None:
         w.constant("allocate", allocate)
-        return f"allocate({shape!r}, {dtype!r})"
+        return f"allocate({shape!r}, {dtype!r})" + ("" if back is None else f".transpose({back!r})")
     empty_strided, where, torch_dtype = inline
     w.constant("empty_strided", empty_strided)
     w.constant("DEVICE", where)
     strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+    if back is not None:
+        shape, strides = tuple(shape[d] for d in back), tuple(strides[d] for d in back)
     return f"empty_strided({shape!r}, {strides!r}, dtype={w.constant(f'T_{dtype}', torch_dtype(dtype))}, device=DEVICE)"
 
 
@@ -482,7 +488,7 @@ def _sources(trace: Trace) -> list:
     return sorted({source for launch in trace.launches for _, source in launch.pointer_slots if source[0] != "arena"})
 
 
-def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: dict | None = None, given_at: dict | None = None, arguments: Arguments | None = None, allocate=None, current_stream=None, ensure=None):
+def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: dict | None = None, given_at: dict | None = None, arguments: Arguments | None = None, allocate=None, current_stream=None, ensure=None, back: tuple | None = None):
     """The per-call function of a trace, launching kernel by kernel:
     ``replay(args, given, pointers, memory) -> outputs`` (see the module
     docstring). With torch tensors (``torch_outputs``) the thread's CUDA
@@ -496,14 +502,17 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
     ``replay(inputs, outputs, memory)``, None when they do not match).
     ``allocate``, ``current_stream`` and ``ensure`` default to the CUDA
     runtime's (``_allocator``, torch's current raw stream or the legacy
-    default stream, ``ensure_context``); tests pass their own."""
+    default stream, ``ensure_context``); tests pass their own. ``back``: a
+    trace made on row-major views of the caller's column-major arrays
+    (HitEntry.order), whose new outputs the caller sees with their dims in
+    order ``back`` (the inverse permutation: its own dims)."""
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
     if arguments is None:
         arguments = Arguments(input_at, given_at)
     w = _Writer()
     _prologue(
         w, trace, arguments, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure,
-        check_context=not torch_outputs,
+        check_context=not torch_outputs, back=back,
     )
     if trace.arena_bytes:
         w.line(f"arena = {_allocation(w, allocate, (trace.arena_bytes,), 'uint8')}")
@@ -641,18 +650,18 @@ class GraphReplay:
 
 def graph_replay(
     trace: Trace, *, device: int, torch_outputs: bool, input_at: dict, given_at: dict,
-    allocate=None, current_stream=None, ensure=None, api=None, allocate_arena=None,
+    allocate=None, current_stream=None, ensure=None, api=None, allocate_arena=None, back: tuple | None = None,
 ):
     """The per-call function of a trace replayed as a CUDA graph:
     ``replay(args, given, pointers, memory) -> outputs``, same contract as
-    :func:`plain_replay`; ``replay.graph`` is the :class:`GraphReplay` (it
+    :func:`plain_replay` (``back`` too); ``replay.graph`` is the :class:`GraphReplay` (it
     owns the arena: ``replay.graph_bytes``). ``api`` and ``allocate_arena``
     (``nbytes -> array with .ptr``) stand in for the driver in tests."""
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
     graph = GraphReplay(trace, device, api=api, allocate_arena=allocate_arena)
     w = _Writer()
     arguments = Arguments(input_at, given_at)
-    _prologue(w, trace, arguments, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure)
+    _prologue(w, trace, arguments, device=device, torch_outputs=torch_outputs, allocate=allocate, current_stream=current_stream, ensure=ensure, back=back)
     if trace.launches:  # none: every tensor is empty
         _graph_launch(w, trace, graph, arguments)
     output_bytes = sum(math.prod(shape) * numpy_dtype(dtype).itemsize for _, shape, dtype in trace.outputs)

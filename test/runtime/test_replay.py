@@ -753,3 +753,17 @@ def test_a_column_major_entry_that_cannot_replay_runs_the_general_path_on_its_vi
     entry = fec._hits.entry([x, y, 2.5, 3], [out])
     assert entry.order == (1, 0) and entry.not_replayed == "a test's"
     assert results[0] is out and recorder.calls == first
+
+
+def test_a_column_major_hit_makes_its_new_outputs_in_the_inputs_order(stubbed_hits):
+    recorder, remember = stubbed_hits
+    fd = chain(3)
+    fec = FusionExecutorCache(fd)
+    x, y = (device_array(base, (70, 33)).T for base in (0x1000_0000, 0x2000_0000))
+    remember(fec, fd, [x.T, y.T])  # the views' full call: a new output, row-major in their dims
+    for call in range(3):  # a miss on the views' entry, then this signature's table hit and guarded replay
+        (out,) = fec.run([x, y])
+        assert out.ptr == 0xA000_0000 and out.shape == (33, 70) and out.strides == (4, 33 * 4), call
+    entry = fec._hits.entry([x, y], None)
+    assert entry.order == (1, 0) and fec._hits.last is entry.fast and ".transpose((1, 0))" in entry.fast.source
+    assert fec.memory.allocations == 3 * entry.replay.trace.allocations  # the plan's buffers per call, on either entry

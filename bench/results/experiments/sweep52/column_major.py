@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # bench/
 from run import host_us_per_call, median_ms  # noqa: E402
 
 from fuser_mlir import DataType, FusionDefinition  # noqa: E402

@@ -331,8 +331,8 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
         if (type(array) is np.ndarray) is not host or _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
             return None
     order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
-    views, given = permuted_arguments(order, tensor_inputs, inputs, {k: o for k, o in enumerate(outputs or ()) if o is not None})
-    return views, None if outputs is None else [given.get(k) for k in range(len(outputs))], order
+    views, _ = permuted_arguments(order, tensor_inputs, inputs, {})
+    return views, None if outputs is None else [None if o is None else _permuted(o, order) for o in outputs], order
 
 
 def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given: dict) -> tuple[list, dict]:
@@ -353,14 +353,6 @@ def _permuted(array, order: tuple):
 def _inverse(order: tuple) -> tuple:
     """The permutation undoing ``order``."""
     return tuple(sorted(range(len(order)), key=order.__getitem__))
-
-
-def _caller_results(results: list, order: tuple, originals: dict) -> list:
-    """The results of a call run on permuted views, as the caller sees them:
-    each view of a caller's array (``originals``: id of the view -> the
-    array) that array, each new output permuted back into the caller's dims."""
-    back = _inverse(order)
-    return [originals[id(r)] if id(r) in originals else _permuted(r, back) for r in results]
 
 
 def _stride_order(array) -> tuple[int, ...] | None:
@@ -562,9 +554,8 @@ class FusionExecutorCache:
         if inner is not None:
             separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
             self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
-        originals = {id(views[i]): inputs[i] for i in self._permutable}
-        originals.update((id(v), o) for v, o in zip(view_outputs or (), outputs or ()) if v is not None)
-        return _caller_results(results, order, originals)
+        back = _inverse(order)  # each given output is the caller's own; each new one, made in the views' dims, seen in the caller's
+        return [_permuted(r, back) if outputs is None or outputs[k] is None else outputs[k] for k, r in enumerate(results)]
 
     @property
     def graph_bytes(self) -> int:

@@ -518,7 +518,7 @@ class FusionDefinition:
         op on tensors is pointwise (unary, binary and ternary ops, casts,
         copies). Any permutation of the dims, the same for every tensor
         argument, then gives the same elements: FusionExecutorCache runs
-        column-major CUDA arguments as row-major views of them."""
+        column-major arguments as row-major views of them."""
         from fuser_mlir.frontend.ops import BINARY, TERNARY, UNARY
 
         self.check_finished("is_elementwise")

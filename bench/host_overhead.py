@@ -19,6 +19,14 @@ batches of ``--calls`` back-to-back calls, each timed with
 ``--profile CASE`` runs cProfile over one batch of that case instead and
 prints the top functions.
 
+Each row also times, side by side in the same run, what the case computes
+written with the device's array library: NumPy on the float32 arrays on the
+CPU, torch eager on the GPU (one torch kernel per op, each with its new
+tensor), timed the same way; ``x ref`` is its CPU time per call over ours
+(above 1: our call costs the host less). Host speed differs between machines
+by up to 2x (bench/results/h200-sweeps.txt, "host time by instance"); the
+reference shows how fast this one is.
+
 The issue 9 targets: <= 10 us CPU time per call for the one-kernel case on
 the GPU, <= 20 us for the 10-segment chain replayed as a CUDA graph.
 """
@@ -78,15 +86,18 @@ def ten_segments(rank: int = 1):
     return fd, 2
 
 
-def reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """What each case computes, in float64."""
+def reference(name: str, x, y, xp=np):
+    """What each case computes, with the array module ``xp``: NumPy (on
+    float64 copies: the check's reference; on the float32 inputs: the CPU
+    rows' side-by-side reference) or torch (eager on the CUDA inputs: the
+    GPU rows' reference, one torch kernel per op)."""
     if name == "add1":
         return x + y
     if name == "seg3":
-        return np.exp(x + y) * y
+        return xp.exp(x + y) * y
     t = x + y
     for k in range(8):
-        t = np.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
+        t = xp.tanh(t) * 1.5 if k % 2 == 0 else t - y * 0.5
     return t * y
 
 
@@ -126,25 +137,36 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_batches(fd, inputs, device: str, calls: int, batches: int, graph: bool = False) -> dict:
-    execute = fd.execute
+def time_batches(call, args: tuple, device: str, calls: int, batches: int, **options) -> dict:
+    """CPU and wall time per ``call(*args, **options)``: the median (and the
+    least) of ``batches`` batches of ``calls`` back-to-back calls, after a
+    warm-up, the device synchronised after each batch."""
     for _ in range(100):
-        execute(inputs, cuda_graph=graph)
+        call(*args, **options)
     synchronize(device)
     cpu, wall = [], []
     for _ in range(batches):
         c0, w0 = time.process_time_ns(), time.perf_counter_ns()
-        if graph:
+        if options:
             for _ in range(calls):
-                execute(inputs, cuda_graph=True)
-        else:
+                call(*args, **options)
+        else:  # no keywords: no dictionary unpacked per call
             for _ in range(calls):
-                execute(inputs)
+                call(*args)
         synchronize(device)
         c1, w1 = time.process_time_ns(), time.perf_counter_ns()
         cpu.append((c1 - c0) / calls / 1000)
         wall.append((w1 - w0) / calls / 1000)
     return {"cpu_us": statistics.median(cpu), "wall_us": statistics.median(wall), "cpu_us_min": min(cpu), "wall_us_min": min(wall)}
+
+
+def reference_module(device: str):
+    """The side-by-side reference of a device's rows: NumPy on the CPU, torch eager on the GPU."""
+    if device == "cpu":
+        return np
+    import torch
+
+    return torch
 
 
 def check_once(fd, inputs, device: str, graph: bool = False) -> None:
@@ -189,16 +211,29 @@ def main(argv=None) -> int:
     devices = ["cpu"] + (["cuda"] if gpu else [])
     rows = []
     print(f"cache-hit fd.execute, {N} float32 elements, median of {args.batches} batches x {args.calls} calls")
-    print(f"{'case':<12} {'device':<6} {'graph':<6} {'cpu us/call':>12} {'wall us/call':>13}")
+    print(f"{'case':<12} {'device':<6} {'graph':<6} {'cpu us/call':>12} {'wall us/call':>13} {'reference':<12} {'ref cpu us':>10} {'x ref':>6}")
     for device in devices:
+        xp = reference_module(device)
+        name = "numpy" if xp is np else "torch eager"
+        measured = {}  # case -> the reference's timing, measured once per device
         for graph in (False, True) if device == "cuda" else (False,):
             for case, build in CASES.items():
                 fd, count = build()
                 inputs = make_inputs(count, device)
                 check_once(fd, inputs, device, graph)
-                row = {"case": case, "device": device, "cuda_graph": graph, **time_batches(fd, inputs, device, args.calls, args.batches, graph)}
+                ours = time_batches(fd.execute, (inputs,), device, args.calls, args.batches, **({"cuda_graph": True} if graph else {}))
+                if case not in measured:
+                    measured[case] = time_batches(reference, (fd.name, *inputs, xp), device, args.calls, args.batches)
+                ref = measured[case]
+                row = {
+                    "case": case, "device": device, "cuda_graph": graph, **ours,
+                    "reference": name, "reference_cpu_us": ref["cpu_us"], "reference_wall_us": ref["wall_us"],
+                }
                 rows.append(row)
-                print(f"{case:<12} {device:<6} {'yes' if graph else 'no':<6} {row['cpu_us']:>12.2f} {row['wall_us']:>13.2f}")
+                print(
+                    f"{case:<12} {device:<6} {'yes' if graph else 'no':<6} {row['cpu_us']:>12.2f} {row['wall_us']:>13.2f} "
+                    f"{name:<12} {ref['cpu_us']:>10.2f} {ref['cpu_us'] / row['cpu_us']:>6.2f}"
+                )
     if not gpu:
         print(f"GPU rows skipped: {why}")
     if args.json is not None:

@@ -335,6 +335,36 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
     return views, None if outputs is None else [None if o is None else _permuted(o, order) for o in outputs], order
 
 
+def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None:
+    """The order of the iteration dims (see :mod:`fuser_mlir.frontend.relayout`)
+    in which a call of a fusion of pointwise ops and broadcasts runs on
+    row-major views of its arguments: the stride order (largest first) of
+    its arguments of full ``rank`` (inputs and given outputs), where they all
+    agree on one that is not row-major (dims of one element aside, and those
+    placed first); else None, as for a call this does not apply to (see
+    row_major_views) or that the full validation refuses (it then runs as
+    it is, and its error names the caller's own dims)."""
+    specs = fusion.inputs
+    if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != len(specs):
+        return None
+    if outputs is not None and (type(outputs) is not list and type(outputs) is not tuple):
+        return None
+    full = [inputs[s.index] for s in specs if s.is_tensor and s.rank == rank] + [o for o in outputs or () if o is not None and getattr(o, "ndim", 0) == rank]
+    orders = [_stride_order(a) for a in full]
+    if not orders or None in orders or len({type(a) is np.ndarray for a in full}) != 1:
+        return None
+    order = max(orders, key=len)
+    if len(order) < 2 or order == tuple(sorted(order)):
+        return None
+    if any([d for d in order if d in o] != list(o) for o in orders):
+        return None  # arguments laid out in different orders: run as they are
+    try:
+        fusion.check_input_shapes([tuple(a.shape) if s.is_tensor else None for a, s in zip(inputs, specs)])
+    except (InputError, AttributeError, TypeError):
+        return None
+    return tuple(d for d in range(rank) if d not in order) + order
+
+
 def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given: dict) -> tuple[list, dict]:
     """``inputs`` with each tensor input's dims permuted into ``order``, and
     ``given`` (output index -> buffer) likewise: the arguments of
@@ -348,6 +378,13 @@ def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given
 def _permuted(array, order: tuple):
     """A view of ``array`` (NumPy, DeviceArray or torch) with its dims in ``order``."""
     return array.transpose(order) if type(array) is np.ndarray or not _is_torch(array) else array.permute(order)
+
+
+def _array_of_rank(value, rank: int) -> bool:
+    """Whether ``value`` is a NumPy array, DeviceArray or torch CUDA tensor of ``rank`` dims."""
+    kind = type(value)
+    array = kind is np.ndarray or kind is DeviceArray or _is_torch(value) and getattr(value, "is_cuda", False)
+    return array and value.ndim == rank
 
 
 def _inverse(order: tuple) -> tuple:
@@ -396,6 +433,10 @@ class FusionExecutorCache:
         #: tensor inputs of an elementwise fusion, whose column-major arguments run as row-major views (see row_major_views)
         elementwise = getattr(fusion, "is_elementwise", None)
         self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
+        #: a fusion of pointwise ops and broadcasts: its rank (None: not yet known; 0: not one), and its
+        #: definition written again per order of the dims, with its executor (see _run_relaid)
+        self._relayout_rank = None if self._permutable is None and elementwise else 0
+        self._relaid: dict[tuple, tuple | None] = {}
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -521,6 +562,10 @@ class FusionExecutorCache:
             views = row_major_views(self._permutable, inputs, outputs)
             if views is not None:
                 return self._run_permuted(inputs, outputs, *views, cuda_graph)
+        if hit is None and self._relayout_rank != 0:
+            relaid = self._relaid_for(inputs, outputs)
+            if relaid is not None:
+                return self._run_relaid(*relaid, inputs, outputs, cuda_graph)
         if hit is not None:
             self.stats.hits += 1
             entry, args, given, pointers = hit
@@ -556,6 +601,53 @@ class FusionExecutorCache:
             self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
         back = _inverse(order)  # each given output is the caller's own; each new one, made in the views' dims, seen in the caller's
         return [_permuted(r, back) if outputs is None or outputs[k] is None else outputs[k] for k, r in enumerate(results)]
+
+    def _relaid_for(self, inputs, outputs):
+        """``(Relayout, its executor)`` for a call of column-major arguments of
+        a fusion of pointwise ops and broadcasts (see relayout_order), made at
+        the first call of its order; else None."""
+        from fuser_mlir.frontend.relayout import iteration_dims, relayout
+
+        if self._relayout_rank is None:
+            dims = iteration_dims(self.fusion)
+            self._relayout_rank = 0 if dims is None else len(next(iter(dims.values())))
+            if self._relayout_rank == 0:
+                return None
+        order = relayout_order(self.fusion, self._relayout_rank, inputs, outputs)
+        if order is None:
+            return None
+        if order not in self._relaid:
+            relaid = relayout(self.fusion, order)
+            executor = None
+            if relaid is not None:
+                executor = FusionExecutorCache(relaid.fusion, device=self.device, hazard_policy=self.hazard_policy)
+                executor.stats, executor.memory = self.stats, self.memory  # one account of the fusion's work
+                executor._relayout_rank = 0  # its arguments are the views: already in order
+            self._relaid[order] = None if relaid is None else (relaid, executor)
+        relaid = self._relaid[order]
+        if relaid is not None and outputs is not None:
+            perms = relaid[0].outputs
+            if len(outputs) != len(perms) or any(o is not None and not _array_of_rank(o, len(p)) for o, p in zip(outputs, perms)):
+                return None  # the full validation names what is wrong
+        return relaid
+
+    def _run_relaid(self, layout, executor, inputs, outputs, cuda_graph: bool) -> list:
+        """Run a call on row-major views of its arguments through the
+        definition written again in their order (see relayout_order), and
+        return its results as the caller sees them: each given output the
+        caller's own, an in-place input that input, and each new output
+        permuted back into the caller's dims (so laid out as the inputs)."""
+        views = [a if perm is None else _permuted(a, perm) for a, perm in zip(inputs, layout.inputs)]
+        view_outputs = None if outputs is None else [None if o is None else _permuted(o, perm) for o, perm in zip(outputs, layout.outputs)]
+        results = executor.run(views, view_outputs, cuda_graph=cuda_graph)
+        mapped = []
+        for k, result in enumerate(results):
+            if outputs is not None and outputs[k] is not None:
+                mapped.append(outputs[k])
+            else:
+                own = [inputs[i] for i, view in enumerate(views) if view is result]
+                mapped.append(own[0] if own else _permuted(result, _inverse(layout.outputs[k])))
+        return mapped
 
     @property
     def graph_bytes(self) -> int:

@@ -359,7 +359,14 @@ def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None
     if any([d for d in order if d in o] != list(o) for o in orders):
         return None  # arguments laid out in different orders: run as they are
     try:
-        fusion.check_input_shapes([tuple(a.shape) if s.is_tensor else None for a, s in zip(inputs, specs)])
+        shapes = [tuple(a.shape) if s.is_tensor else None for a, s in zip(inputs, specs)]
+        fusion.check_input_shapes(shapes)
+        if outputs is not None:
+            positions = [o.position for o in fusion.outputs if o.visible]
+            if len(outputs) != len(positions) or any(
+                o is not None and tuple(getattr(o, "shape", ())) != fusion.output_shape(p, shapes) for o, p in zip(outputs, positions)
+            ):
+                return None
     except (InputError, AttributeError, TypeError):
         return None
     return tuple(d for d in range(rank) if d not in order) + order

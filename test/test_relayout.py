@@ -103,6 +103,8 @@ def test_which_calls_are_relaid():
         ("a given output in another order", [f, b], [c]),
         ("a bias of the wrong size (the full validation names it)", [f, np.zeros(4, np.float32)], None),
         ("too few inputs", [f], None),
+        ("a given output of another shape", [f, b], [np.zeros((5, 4), np.float32, order="F")]),
+        ("two outputs for one", [f, b], [None, None]),
         ("not an array", [f.tolist(), b], None),
         ("a dim of one element, row-major aside from it", [np.zeros((4, 1), np.float32, order="F"), np.zeros(1, np.float32)], None),
     ]:
@@ -164,11 +166,16 @@ def test_a_weight_broadcast_into_permuted_dims_with_an_in_place_update(device, o
 def test_a_bad_call_is_refused_as_a_row_major_one_and_writes_nothing(device):
     fd = bias()
     x = RNG.standard_normal((30, 20)).astype(np.float32)
-    for label, b in [("a bias of the wrong size", np.zeros(30, np.float32)), ("a bias of the wrong dtype", np.zeros(20, np.float64))]:
+    cases = [
+        ("a bias of the wrong size", np.zeros(30, np.float32), x.shape),
+        ("a bias of the wrong dtype", np.zeros(20, np.float64), x.shape),
+        ("an output of the wrong shape", np.zeros(20, np.float32), (20, 30)),
+    ]
+    for label, b, shape in cases:
         messages = []
         for dx in (to_device(x, device), fortran(x, device)):
             fec = FusionExecutorCache(fd)
-            out = fortran(np.full(x.shape, np.nan, np.float32), device)
+            out = fortran(np.full(shape, np.nan, np.float32), device)
             with pytest.raises(InputError) as error:
                 fec.run([dx, to_device(b, device)], outputs=[out])
             messages.append(str(error.value))

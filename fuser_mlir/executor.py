@@ -387,6 +387,38 @@ def _permuted(array, order: tuple):
     return array.transpose(order) if type(array) is np.ndarray or not _is_torch(array) else array.permute(order)
 
 
+def _caller_results(results: list, views: list, inputs, outputs, back) -> list:
+    """The results of a run on ``views`` of the caller's ``inputs`` as the
+    caller sees them: an output in place of an input (the view itself) that
+    input, as a call of its own arguments returns it; a given output the
+    caller's own; a new output seen with its dims in order ``back(k)``."""
+    mapped = []
+    for k, result in enumerate(results):
+        own = [inputs[i] for i, view in enumerate(views) if view is result]
+        if own:
+            mapped.append(own[0])
+        elif outputs is not None and outputs[k] is not None:
+            mapped.append(outputs[k])
+        else:
+            mapped.append(_permuted(result, back(k)))
+    return mapped
+
+
+def _layout_key(values) -> tuple:
+    """What relayout_order reads of ``values``: each array's type, shape and
+    strides (and a torch tensor's device kind), each other value's type."""
+    key = []
+    for v in values:
+        kind = type(v)
+        if kind is np.ndarray or kind is DeviceArray:
+            key.append((kind, v.shape, v.strides))
+        elif _is_torch(v):
+            key.append((kind, tuple(v.shape), v.stride(), getattr(v, "is_cuda", False)))
+        else:
+            key.append(kind)
+    return tuple(key)
+
+
 def _array_of_rank(value, rank: int) -> bool:
     """Whether ``value`` is a NumPy array, DeviceArray or torch CUDA tensor of ``rank`` dims."""
     kind = type(value)
@@ -444,6 +476,7 @@ class FusionExecutorCache:
         #: definition written again per order of the dims, with its executor (see _run_relaid)
         self._relayout_rank = None if self._permutable is None and elementwise else 0
         self._relaid: dict[tuple, tuple | None] = {}
+        self._relaid_calls: dict[tuple, tuple | None] = {}  # the layouts of calls seen -> their relayout (or None)
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -564,15 +597,15 @@ class FusionExecutorCache:
                 if results is not None:
                     self.stats.hits += 1
                     return results
+        if self._relayout_rank != 0:
+            relaid = self._relaid_for(inputs, outputs)
+            if relaid is not None:
+                return self._run_relaid(*relaid, inputs, outputs, cuda_graph)
         hit = self._hits.lookup(inputs, outputs)
         if hit is None and self._permutable is not None:
             views = row_major_views(self._permutable, inputs, outputs)
             if views is not None:
                 return self._run_permuted(inputs, outputs, *views, cuda_graph)
-        if hit is None and self._relayout_rank != 0:
-            relaid = self._relaid_for(inputs, outputs)
-            if relaid is not None:
-                return self._run_relaid(*relaid, inputs, outputs, cuda_graph)
         if hit is not None:
             self.stats.hits += 1
             entry, args, given, pointers = hit
@@ -601,18 +634,34 @@ class FusionExecutorCache:
         that of the arguments: the same elements, bytes and pointers), and
         their runner, made on the views, reads the caller's pointers directly
         (HitEntry.order)."""
-        results = self.run(views, view_outputs, cuda_graph=cuda_graph)
+        try:
+            results = self.run(views, view_outputs, cuda_graph=cuda_graph)
+        except InputError as error:
+            raise self._callers_error(inputs, outputs, error) from None
         inner = self._hits.entry(views, view_outputs)
         if inner is not None:
             separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
             self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
-        back = _inverse(order)  # each given output is the caller's own; each new one, made in the views' dims, seen in the caller's
-        return [_permuted(r, back) if outputs is None or outputs[k] is None else outputs[k] for k, r in enumerate(results)]
+        back = _inverse(order)  # each new output, made in the views' dims, seen in the caller's
+        return _caller_results(results, views, inputs, outputs, lambda k: back)
 
     def _relaid_for(self, inputs, outputs):
         """``(Relayout, its executor)`` for a call of column-major arguments of
         a fusion of pointwise ops and broadcasts (see relayout_order), made at
-        the first call of its order; else None."""
+        the first call of its order; else None. Decided once per layout of
+        the arguments (shapes and strides: all the decision reads), so that
+        later calls skip the shape checks."""
+        if type(inputs) is not list and type(inputs) is not tuple or outputs is not None and type(outputs) is not list and type(outputs) is not tuple:
+            return None
+        key = (_layout_key(inputs), None if outputs is None else _layout_key(outputs))
+        if key in self._relaid_calls:
+            return self._relaid_calls[key]
+        if len(self._relaid_calls) >= 256:
+            self._relaid_calls.clear()
+        relaid = self._relaid_calls[key] = self._decide_relayout(inputs, outputs)
+        return relaid
+
+    def _decide_relayout(self, inputs, outputs):
         from fuser_mlir.frontend.relayout import iteration_dims, relayout
 
         if self._relayout_rank is None:
@@ -641,20 +690,24 @@ class FusionExecutorCache:
     def _run_relaid(self, layout, executor, inputs, outputs, cuda_graph: bool) -> list:
         """Run a call on row-major views of its arguments through the
         definition written again in their order (see relayout_order), and
-        return its results as the caller sees them: each given output the
-        caller's own, an in-place input that input, and each new output
-        permuted back into the caller's dims (so laid out as the inputs)."""
+        return its results as the caller sees them (see _caller_results): new
+        outputs laid out as the inputs."""
         views = [a if perm is None else _permuted(a, perm) for a, perm in zip(inputs, layout.inputs)]
         view_outputs = None if outputs is None else [None if o is None else _permuted(o, perm) for o, perm in zip(outputs, layout.outputs)]
-        results = executor.run(views, view_outputs, cuda_graph=cuda_graph)
-        mapped = []
-        for k, result in enumerate(results):
-            if outputs is not None and outputs[k] is not None:
-                mapped.append(outputs[k])
-            else:
-                own = [inputs[i] for i, view in enumerate(views) if view is result]
-                mapped.append(own[0] if own else _permuted(result, _inverse(layout.outputs[k])))
-        return mapped
+        try:
+            results = executor.run(views, view_outputs, cuda_graph=cuda_graph)
+        except InputError as error:
+            raise self._callers_error(inputs, outputs, error) from None
+        return _caller_results(results, views, inputs, outputs, lambda k: _inverse(layout.outputs[k]))
+
+    def _callers_error(self, inputs, outputs, error: InputError) -> InputError:
+        """The error of a call refused on the views of its arguments, named as
+        the caller's own arguments are: their full validation raises it where
+        it refuses them too (its messages name the caller's dims and
+        strides); else ``error`` (a check the views alone fail)."""
+        device = self.resolve_device(inputs, outputs)
+        validate_outputs(self.fusion, validate_inputs(self.fusion, inputs, device), outputs, device)
+        return error
 
     @property
     def graph_bytes(self) -> int:
@@ -714,15 +767,11 @@ class FusionExecutorCache:
         own, an output given as its in-place input that input, and each new
         output permuted back into the caller's dims."""
         tensor_inputs, order, back = self._permutable, entry.order, _inverse(entry.order)
-        passed = {index: (alias, separate) for index, alias, separate in entry.outputs}
 
         def run_on_views(args, given, pointers, memory):
             views, view_given = permuted_arguments(order, tensor_inputs, args, given)
             results = run(views, view_given, pointers, memory)
-            for k, result in enumerate(results):
-                how = passed.get(k)
-                results[k] = _permuted(result, back) if how is None else given[k] if how[1] else args[how[0]]
-            return results
+            return _caller_results(results, views, args, [given.get(k) for k in range(len(results))], lambda k: back)
 
         return run_on_views
 

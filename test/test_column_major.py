@@ -234,3 +234,45 @@ def test_an_output_given_as_its_in_place_input_itself_comes_back_as_that_input(d
         np.testing.assert_allclose(to_host(dx), expected, rtol=1e-6, atol=1e-6, err_msg=str(call))
         np.testing.assert_array_equal(to_host(dy), y)
     assert fec.stats.compilations == 1 and fec.stats.hits >= 2
+
+
+def in_place_and_visible():
+    """x <- exp(x) in place, and the same values as a visible output."""
+    with FusionDefinition(name="exp_in_place") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        t = fd.ops.exp(x)
+        fd.add_output(t, x)
+        fd.add_output(t)
+    return fd
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["output new", "output given as the input's own elements"])
+def test_an_output_in_place_of_a_column_major_input_is_that_input(given):
+    fec = FusionExecutorCache(in_place_and_visible())
+    for call in ("miss", "hit"):
+        values = RNG.standard_normal((30, 20)).astype(np.float32)
+        x = np.asfortranarray(values)
+        same = x[::-1][::-1]  # another object over x's very elements
+        (out,) = fec.run([x], outputs=[same] if given else None)
+        assert out is x, call  # as a row-major call returns it (test_inplace.py)
+        np.testing.assert_allclose(x, np.exp(values.astype(np.float64)), rtol=1e-6, err_msg=call)
+
+
+def test_errors_of_a_column_major_call_name_the_callers_dims():
+    from numpy.lib.stride_tricks import as_strided
+
+    with FusionDefinition(name="in_place") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        fd.add_output(x * 2.0 + y, x)
+        fd.add_output(x - y)
+    ones = np.ones((3, 4), np.float32, order="F")
+    repeating = as_strided(np.zeros(4, np.float32), shape=(3, 4), strides=(0, 4), writeable=True)
+    for inputs, outputs, names in [
+        ([np.zeros((3, 4, 5), np.float32, order="F")] * 2, None, "rank 3 (shape [3, 4, 5])"),
+        ([ones, ones.copy(order="F")], [repeating], "shape [3, 4], byte strides [0, 4]"),
+        ([repeating, ones], None, "shape [3, 4], byte strides [0, 4]"),
+    ]:
+        with pytest.raises(InputError) as error:
+            FusionExecutorCache(fd).run(inputs, outputs)
+        assert names in str(error.value)

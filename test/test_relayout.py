@@ -210,3 +210,19 @@ def test_random_fusions_give_the_row_major_results_bit_for_bit(shapes, dtypes, s
     laid = [fortran(a, "cpu", order) if a.ndim == rank else a for a in arrays]
     for k, (got, want) in enumerate(zip(fd.execute(laid), expected)):
         np.testing.assert_array_equal(got, want, err_msg=f"output {k} through execute")
+
+
+def test_a_layout_is_decided_once(monkeypatch):
+    import fuser_mlir.executor as executor
+
+    decided = []
+    original = executor.relayout_order
+    monkeypatch.setattr(executor, "relayout_order", lambda *args: decided.append(1) or original(*args))
+    fec = FusionExecutorCache(bias())
+    x, b = np.asfortranarray(RNG.standard_normal((6, 5)).astype(np.float32)), RNG.standard_normal(5).astype(np.float32)
+    for _ in range(3):
+        (out,) = fec.run([x, b])
+        np.testing.assert_allclose(out, x.astype(np.float64) * 2.0 + b, rtol=1e-6)
+    assert len(decided) == 1
+    fec.run([np.asfortranarray(RNG.standard_normal((7, 5)).astype(np.float32)), b])  # another shape: decided again
+    assert len(decided) == 2

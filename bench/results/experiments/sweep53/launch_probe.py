@@ -14,10 +14,17 @@ import run as bench  # noqa: E402
 from fuser_mlir.runtime import cuda  # noqa: E402
 
 
-def per_call(label, fn):
+def per_call(label, fn, expect=0):
+    """Time ``fn``; its answer must be ``expect`` (CUresult 0: launched) where it answers an int."""
     try:
         for _ in range(200):
-            fn()
+            answer = fn()
+        code = answer[0] if isinstance(answer, tuple) else answer
+        if isinstance(code, int) or hasattr(code, "value"):
+            code = int(getattr(code, "value", code))
+            if code != expect:
+                print(f"{label:<64} answered {code}, not {expect}: not timed", flush=True)
+                return
         host = bench.host_us_per_call(fn, 100, 200, sync=torch.cuda.synchronize)
         print(f"{label:<64} {host['cpu_us']:8.2f} us CPU {host['wall_us']:8.2f} us wall", flush=True)
     except Exception as error:  # a variant this host cannot run: say why, go on
@@ -40,7 +47,7 @@ bx, by, bz = launch.block
 raw = launch.raw
 per_call("fd.execute hit (output given)", lambda: fd.execute(inputs, outputs=outs))
 per_call("ctypes cuLaunchKernel, stream 0 (shipped)", lambda: raw(handle, gx, gy, gz, bx, by, bz, launch.shared, zero, params, None))
-per_call("ctypes cuLaunchKernel, grid 0 (refused: entry cost)", lambda: raw(handle, 0, gy, gz, bx, by, bz, launch.shared, zero, params, None))
+per_call("ctypes cuLaunchKernel, grid 0 (refused: entry cost)", lambda: raw(handle, 0, gy, gz, bx, by, bz, launch.shared, zero, params, None), expect=1)
 side = torch.cuda.Stream()
 side_handle = ctypes.c_void_p(side.cuda_stream)
 per_call("ctypes cuLaunchKernel, a created stream", lambda: raw(handle, gx, gy, gz, bx, by, bz, launch.shared, side_handle, params, None))
@@ -49,6 +56,7 @@ get_current = libcuda.cuCtxGetCurrent
 context = ctypes.c_void_p()
 ref = ctypes.byref(context)
 per_call("ctypes cuCtxGetCurrent (ctypes + driver entry)", lambda: get_current(ref))
+per_call("ctypes cuDriverGetVersion (a one-argument call)", lambda: libcuda.cuDriverGetVersion(ref))
 try:
     ptsz = libcuda["cuLaunchKernel_ptsz"]
     ptsz.restype = ctypes.c_int

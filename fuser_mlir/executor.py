@@ -574,7 +574,10 @@ class FusionExecutorCache:
         arguments (inputs and given outputs) all rank their strides in one
         other order (column-major arrays, ``x.t()`` views) take that order,
         as NumPy's ufuncs and torch's pointwise ops do: such a call runs on
-        row-major views of its arguments (:func:`row_major_views`).
+        row-major views of its arguments (:func:`row_major_views`). So does
+        such a call of a fusion of pointwise ops and broadcasts, through its
+        definition written again with its dims in that order
+        (:func:`relayout_order`, :mod:`fuser_mlir.frontend.relayout`).
 
         ``cuda_graph=True`` (CUDA, torch tensors or DeviceArrays): a cache
         hit replays the fusion's launches as one CUDA graph, built at the

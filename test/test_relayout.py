@@ -17,6 +17,7 @@ from fuser_mlir.errors import InputError
 from fuser_mlir.executor import relayout_order
 from fuser_mlir.frontend.relayout import iteration_dims, relayout
 from random_programs import DTYPES, SHAPES, derandomized, input_shapes, random_fusion, random_input
+from test_column_major import definition, strides_order
 
 RNG = np.random.default_rng(53)
 
@@ -40,12 +41,6 @@ def weighted_in_place():
         wide = fd.ops.broadcast_in_dim(w, [-1, 1, -1], [0, 2])
         fd.add_output(fd.ops.where(x > 0, x * s, wide), alias_input=x)
         fd.add_output(fd.ops.exp(x) + wide)
-    return fd
-
-
-def definition(build) -> FusionDefinition:
-    with FusionDefinition() as fd:
-        build(fd)
     return fd
 
 
@@ -116,10 +111,6 @@ def fortran(values: np.ndarray, device: str, order=None):
     ``order`` (default: reversed, column-major)."""
     order = tuple(reversed(range(values.ndim))) if order is None else order
     return to_device(np.ascontiguousarray(values.transpose(order)), device).transpose(tuple(np.argsort(order)))
-
-
-def strides_order(array) -> tuple[int, ...]:
-    return tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
 
 
 def test_a_bias_on_column_major_rows(device):

@@ -584,7 +584,7 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
 
         if raw:  # what generated replays call in its place: torch.empty_strided(shape, strides, dtype=, device=)
             # (the same C-contiguous tensor as torch.empty's: 1.7 us of CPU against 2.8 for a shape tuple on the H200 host)
-            allocate.torch_empty_strided = (torch.empty_strided, where, lambda dtype: arrays.torch_dtype(numpy_dtype(dtype)))
+            allocate.torch_empty_strided = (torch.empty_strided, where, lambda dtype: arrays.torch_dtype(numpy_dtype(dtype)), _torch_fast_empty(torch))
         return allocate
 
     def allocate(shape, dtype):
@@ -593,6 +593,26 @@ def _allocator(device: int, torch_outputs: bool, raw: bool):
         return arrays.DeviceArray.empty(shape, numpy_dtype(dtype), device=device, stream=0)
 
     return allocate
+
+
+def _torch_fast_empty(torch):
+    """``(empty_strided_cuda(shape, strides, dtype), current_device())``:
+    the allocator torch.compile's generated code calls, which skips torch's
+    argument parsing and dispatch (it allocates on the current CUDA device),
+    and torch's current device getter; None where this torch lacks either or
+    the allocator does not give what ``torch.empty_strided`` gives (checked
+    once, on a small tensor)."""
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    fast, current = getattr(guards, "_empty_strided_cuda", None), getattr(torch._C, "_cuda_getDevice", None)
+    if fast is None or current is None:
+        return None
+    try:
+        probe = fast((2, 3), (3, 1), torch.float16)
+        same = probe.is_cuda and probe.get_device() == current() and probe.shape == (2, 3) and probe.stride() == (3, 1)
+        same = same and probe.dtype is torch.float16 and not probe.requires_grad
+    except Exception:  # noqa: BLE001  (a private API that changed: use the public one)
+        return None
+    return (fast, current) if same else None
 
 
 @functools.cache

@@ -432,21 +432,29 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
 def _allocation(w: _Writer, allocate, shape: tuple, dtype: str, back: tuple | None = None) -> str:
     """The expression allocating a new buffer: the runtime's torch
     allocations as a direct ``torch.empty_strided`` call with the C-contiguous
-    strides written out (see cuda._allocator), any other allocator called as
-    ``allocate(shape, dtype)``. With ``back``, the same bytes seen with their
-    dims in that order: ``empty_strided`` of the permuted shape and strides,
-    or the allocation's ``.transpose(back)``."""
+    strides written out (see cuda._allocator), or where torch has it the
+    allocator torch.compile's generated code calls, on the current device
+    (checked per call: ``empty_strided`` on the fusion's device otherwise);
+    any other allocator called as ``allocate(shape, dtype)``. With ``back``,
+    the same bytes seen with their dims in that order: ``empty_strided`` of
+    the permuted shape and strides, or the allocation's ``.transpose(back)``."""
     inline = getattr(allocate, "torch_empty_strided", None)
     if inline is None:
         w.constant("allocate", allocate)
         return f"allocate({shape!r}, {dtype!r})" + ("" if back is None else f".transpose({back!r})")
-    empty_strided, where, torch_dtype = inline
+    empty_strided, where, torch_dtype, fast = inline
     w.constant("empty_strided", empty_strided)
     w.constant("DEVICE", where)
     strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
     if back is not None:
         shape, strides = tuple(shape[d] for d in back), tuple(strides[d] for d in back)
-    return f"empty_strided({shape!r}, {strides!r}, dtype={w.constant(f'T_{dtype}', torch_dtype(dtype))}, device=DEVICE)"
+    kind = w.constant(f"T_{dtype}", torch_dtype(dtype))
+    slow = f"empty_strided({shape!r}, {strides!r}, dtype={kind}, device=DEVICE)"
+    if fast is None:
+        return slow
+    w.constant("fast_empty", fast[0])
+    w.constant("current_device", fast[1])
+    return f"(fast_empty({shape!r}, {strides!r}, {kind}) if current_device() == {where.index} else {slow})"
 
 
 def _write_cells(w: _Writer, trace: Trace, sources, indent: int) -> None:

@@ -170,6 +170,59 @@ def test_a_ten_segment_chain_replays_the_general_paths_launches_slot_for_slot():
     assert trace.allocations == 10 and trace.outputs[0][1] == (33, 70)
 
 
+class TorchLikeBuffer:
+    """What a torch allocation gives a replay: a data pointer, and how it was made."""
+
+    def __init__(self, how, shape, strides, dtype, device=None):
+        self.how, self.shape, self.strides, self.dtype, self.device = how, shape, strides, dtype, device
+
+    def data_ptr(self) -> int:
+        return 0x7000_0000
+
+
+def test_torch_outputs_come_from_the_fast_allocator_on_the_current_device_else_from_empty_strided():
+    fd = chain(3)
+    args = inputs_2d()
+    compiled = compiled_for_cuda(fd, args)
+    kernels = stub_segments(compiled.program.programs, compiled.program.arg_kinds, Recorder())
+    trace = replay.trace(compiled.plan, kernels, args, {})
+    input_at, given_at, pointers = pointer_positions(args, {})
+    made = []
+
+    def slow(shape, strides, dtype, device):
+        made.append(TorchLikeBuffer("empty_strided", shape, strides, dtype, device))
+        return made[-1]
+
+    def fast(shape, strides, dtype):
+        made.append(TorchLikeBuffer("fast", shape, strides, dtype))
+        return made[-1]
+
+    where = type("Device", (), {"index": 1})()
+    current = [1]
+    allocate = type("Allocate", (), {})()
+    allocate.torch_empty_strided = (slow, where, lambda dtype: f"torch.{dtype}", (fast, lambda: current[0]))
+    run = replay.plain_replay(
+        trace, device=1, torch_outputs=True, input_at=input_at, given_at=given_at, allocate=allocate,
+        current_stream=lambda device: 0, ensure=lambda device: None,
+    )
+    for device, how in [(1, "fast"), (0, "empty_strided")]:  # the fusion's device current, then another
+        current[0] = device
+        made.clear()
+        (out,) = run(args, {}, pointers, MemoryStats())
+        assert out is made[0] and [b.how for b in made] == [how] * len(made), device
+        assert (out.shape, out.strides, out.dtype) == ((33, 70), (70, 1), "torch.float32")
+        assert out.device in (None, where)
+    allocate.torch_empty_strided = (slow, where, lambda dtype: f"torch.{dtype}", None)  # a torch without it
+    run = replay.plain_replay(
+        trace, device=1, torch_outputs=True, input_at=input_at, given_at=given_at, allocate=allocate,
+        current_stream=lambda device: 0, ensure=lambda device: None,
+    )
+    current[0] = 1
+    made.clear()
+    run(args, {}, pointers, MemoryStats())
+    assert [b.how for b in made] == ["empty_strided"] * len(made)
+
+
 def test_given_outputs_strided_inputs_and_every_layout_replay_like_the_general_path():
     fd = chain(3)
     wide = device_array(0x2000_0000, (33, 140))

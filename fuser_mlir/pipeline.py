@@ -26,7 +26,7 @@ PIPELINES: dict[str, str] = {}
 
 # Segment functions -> LLVM dialect for the JIT (fuser_mlir/lowering/cpu.py says why each step).
 PIPELINES["fuser-cpu-pipeline"] = (
-    "fuser-verify, fuser-lower-to-cpu, arith-expand{include-bf16=true}, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
+    "fuser-verify, fuser-lower-to-cpu{segments-only=true}, arith-expand{include-bf16=true}, canonicalize, linalg-fuse-elementwise-ops, eliminate-empty-tensors, "
     "empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, "
     "buffer-deallocation-pipeline, canonicalize, fuser-erase-dead-generics, fuser-block-rows, fuser-share-call-results, fuser-unroll-jam-reductions, convert-linalg-to-loops, fuser-block-sums, "
     "convert-bufferization-to-memref, expand-strided-metadata, lower-affine, convert-scf-to-cf, "
@@ -70,7 +70,7 @@ def attach_target(arch: str, libdevice: str = "") -> str:
 
 # Outlined segments to PTX for sm_90 (fuser_mlir/lowering/gpu.py also links
 # libdevice, drops nuw flags and picks the device's architecture).
-PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu, {GPU_NVVM_PIPELINE}, {attach_target('sm_90')}, gpu-module-to-binary{{format=isa}}"
+PIPELINES["fuser-gpu-pipeline"] = f"fuser-lower-to-gpu{{segments-only=true}}, {GPU_NVVM_PIPELINE}, {attach_target('sm_90')}, gpu-module-to-binary{{format=isa}}"
 
 
 @dataclass(frozen=True)

@@ -317,3 +317,24 @@ def test_pipeline_is_checked_before_the_input_is_read(capsys, tmp_path):
     assert code == 2
     assert "unknown pass or pipeline 'fuser-verfy'" in err
     assert "cannot read input file" not in err
+
+
+WHOLE_FUSION = """func.func @fusion(%x: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %0 = "fuser.exp"(%x) : (tensor<?xf32>) -> tensor<?xf32>
+  %1 = "fuser.size"(%x) {dim = 0 : i64} : (tensor<?xf32>) -> i64
+  %2 = "fuser.empty"(%1) : (i64) -> tensor<?xf32>
+  %3 = "fuser.store"(%0, %2) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %3 : tensor<?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("pipeline", ["fuser-cpu-pipeline", "fuser-gpu-pipeline"])
+def test_a_lowering_pipeline_given_a_whole_fusion_names_the_passes_to_run_first(capsys, tmp_path, pipeline):
+    source = tmp_path / "whole.mlir"
+    source.write_text(WHOLE_FUSION)  # as fd.fusion_ir() prints a fusion with a new output
+    code, out, err = fuser_opt(capsys, str(source), "-p", pipeline)
+    assert code == 1 and out == ""
+    step = pipeline.replace("pipeline", "").replace("fuser-", "fuser-lower-to-").rstrip("-")
+    assert f"error: {step}: @fusion stores into buffers it makes (fuser.empty): it is a whole fusion" in err
+    assert "run -p fuser-segment,fuser-outline-segments first" in err

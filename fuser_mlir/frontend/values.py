@@ -176,11 +176,15 @@ class Value:
     def __ge__(self, other):
         return self._binary("ge", self, other)
 
+    #: NumPy defers its operators to ours (``np.ones(3) + x`` calls ``x.__radd__``)
+    #: instead of applying them to each element, which made an array of handles
+    __array_ufunc__ = None
+
     def _binary(self, name: str, lhs, rhs):
         other = rhs if lhs is self else lhs
-        if not (isinstance(other, Value) or is_python_number(other)):
+        if not (isinstance(other, Value) or is_python_number(other) or hasattr(other, "__array__")):
             return NotImplemented
-        return getattr(self.fd.ops, name)(lhs, rhs)
+        return getattr(self.fd.ops, name)(lhs, rhs)  # an array: a DefinitionError naming the operand and the fix
 
 
 class Tensor(Value):

@@ -199,7 +199,7 @@ def cpu_pipeline(vector_library: str = "") -> str:
     text = PIPELINES[CPU_PIPELINE]
     if not vector_library:
         return text
-    return text.replace("fuser-lower-to-cpu,", f"fuser-lower-to-cpu{{vector-library={vector_library}}},", 1)
+    return text.replace("fuser-lower-to-cpu{segments-only=true},", f"fuser-lower-to-cpu{{segments-only=true vector-library={vector_library}}},", 1)
 
 
 #: The first pass of ``fuser-cpu-pipeline`` after the point where

@@ -5,7 +5,10 @@ Preconditions: ``fuser-verify`` holds. A *segment* is a ``func.func`` with the
 of other dialects) and whose every ``fuser.store``/``fuser.copy`` writes into
 a function argument. No other function may call a segment (the compiler turns
 the host function into a launch plan and hands this pass the segments only).
-Functions that are not segments are left untouched.
+Functions that are not segments are left untouched; with option
+``segments-only`` (``fuser-cpu-pipeline`` sets it) a whole fusion, one that
+stores into buffers it makes as ``fd.fusion_ir()`` prints it, is an error
+that names the passes to run first.
 
 Effect: each segment becomes a public ``func.func`` of the same name with the
 ``llvm.emit_c_interface`` attribute that returns nothing. Tensor arguments
@@ -85,6 +88,30 @@ def is_segment(function: ir.Operation) -> bool:
                 return False
             writes += 1
     return writes > 0
+
+
+def unsegmented_errors(module: ir.Operation, pass_name: str) -> bool:
+    """Emit an error on each whole fusion in ``module`` (a ``func.func``
+    with ``fuser.num_inputs`` that calls nothing and stores into a buffer it
+    makes, as ``fd.fusion_ir()`` prints it): the lowering passes take
+    segment functions, which write into their arguments only. True if any."""
+    found = False
+    for op in module.regions[0].blocks[0].operations:
+        function = op.operation
+        if function.name != "func.func" or NUM_INPUTS_ATTR not in function.attributes or not function.regions[0].blocks:
+            continue
+        body = list(_body_ops(function))
+        if any(o.name == "func.call" for o in body):
+            continue
+        if any(O.short_name(o.name) in O.DESTINATION_WRITES and not isinstance(o.operands[1].owner, ir.Block) for o in body):
+            emit_error(
+                function,
+                f"{pass_name}: @{symbol_name(function)} stores into buffers it makes (fuser.empty): it is a whole fusion, not a "
+                "segment function; run -p fuser-segment,fuser-outline-segments first and hand this pass the segment functions "
+                "(fd.compile and fuser-mlir compile run the whole pipeline from a definition)",
+            )
+            found = True
+    return found
 
 
 def segment_functions(module: ir.Operation) -> list[ir.Operation]:
@@ -407,6 +434,8 @@ class LowerToCpuPass(FuserPass):
     vector_library: str = ""
     #: How float max/min reductions combine (see FLOAT_EXTREMA): order-keys or maximumf.
     float_extremum: str = "order-keys"
+    #: Refuse whole fusions (see unsegmented_errors) instead of leaving them as they are.
+    segments_only: bool = False
 
     def run(self, module: ir.Operation) -> None:
         if self.vector_library and self.vector_library not in VL.LIBRARIES:
@@ -418,7 +447,7 @@ class LowerToCpuPass(FuserPass):
             emit_error(module, f"fuser-lower-to-cpu: unknown float-extremum '{self.float_extremum}' (known: {known})")
             raise PassFailure()
         segments = segment_functions(module)
-        failed = False
+        failed = self.segments_only and unsegmented_errors(module, self.NAME)
         for call, callee in _callers(module, {symbol_name(f) for f in segments}):
             emit_error(
                 call,

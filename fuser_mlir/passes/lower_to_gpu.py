@@ -13,6 +13,8 @@ launch program as JSON (the temporaries to allocate and each launch's grid,
 block and arguments, see :mod:`fuser_mlir.runtime.launch`); the segment
 functions themselves are unchanged. ``fuser-gpu-pipeline`` continues to PTX
 (``convert-gpu-to-nvvm``, ``nvvm-attach-target``, ``gpu-module-to-binary``).
+Option ``segments-only`` (the pipeline sets it): a whole fusion is an error,
+as for ``fuser-lower-to-cpu``.
 
     func.func private @f_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> ... {
       %e = "fuser.exp"(%x) ...
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from fuser_mlir._mlir import ir
 from fuser_mlir.errors import CompileError
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error
-from fuser_mlir.passes.lower_to_cpu import symbol_name
+from fuser_mlir.passes.lower_to_cpu import symbol_name, unsegmented_errors
 
 LAUNCHES_ATTR = "fuser.launches"
 
@@ -41,9 +43,14 @@ class LowerToGpuPass(FuserPass):
     NAME = "fuser-lower-to-gpu"
     SUMMARY = "Schedule every segment function into gpu.func kernels in one gpu.module."
 
+    #: Refuse whole fusions (see lower_to_cpu.unsegmented_errors) instead of leaving them as they are.
+    segments_only: bool = False
+
     def run(self, module: ir.Operation) -> None:
         from fuser_mlir.lowering.gpu import lower_to_gpu
 
+        if self.segments_only and unsegmented_errors(module, self.NAME):
+            raise PassFailure()
         try:
             scheduled = lower_to_gpu(module)
         except CompileError as err:

@@ -3,6 +3,7 @@
 // RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{vector-library=svml}' --split-input-file | FileCheck %s --check-prefix=BADLIB
 // RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=maximumf}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=MAXF
 // RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=keys}' --split-input-file | FileCheck %s --check-prefix=BADEXT
+// RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{segments-only=true}' --split-input-file | FileCheck %s --check-prefix=WHOLE
 
 // fuser-lower-to-cpu rewrites each segment function (fuser.num_inputs, every
 // store into an argument, no calls) into a function over strided memrefs that
@@ -194,7 +195,9 @@ func.func private @veclib_seg0(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor
 // -----
 
 // Functions that are not segments stay as they are: no fuser.num_inputs, or
-// a store into a fuser.empty.
+// a store into a fuser.empty. With segments-only (fuser-cpu-pipeline sets it)
+// the second, a whole fusion as fd.fusion_ir() prints it, is an error.
+// WHOLE: error: fuser-lower-to-cpu: @stores_into_empty stores into buffers it makes (fuser.empty): it is a whole fusion, not a segment function; run -p fuser-segment,fuser-outline-segments first and hand this pass the segment functions (fd.compile and fuser-mlir compile run the whole pipeline from a definition)
 // CHECK-LABEL: func.func @not_a_fusion(
 // CHECK:         "fuser.exp"
 // CHECK-LABEL: func.func @stores_into_empty(
@@ -250,3 +253,4 @@ func.func @twice_seg0(%arg0: memref<?xf32, strided<[?], offset: ?>>, %arg1: memr
   bufferization.materialize_in_destination %0 in restrict writable %arg1 : (tensor<?xf32>, memref<?xf32, strided<[?], offset: ?>>) -> ()
   return
 }
+// WHOLE: exit status: 1

@@ -396,3 +396,14 @@ def test_the_error_and_warning_classes_are_names_of_the_package():
     for name in ("FuserError", "InputError", "DefinitionError", "CompileError", "ArtifactError", "DeviceError", "CudaError",
                  "CacheWarning", "ConfigWarning"):
         assert getattr(fuser_mlir, name) is getattr(errors, name) and name in fuser_mlir.__all__
+
+
+@pytest.mark.parametrize("expression", ["x * array", "array + x", "array - x", "x == array", "array ** x"])
+def test_a_numpy_array_in_an_operator_is_an_error_not_an_array_of_handles(expression):
+    with FusionDefinition("f") as fd:
+        x = fd.define_tensor([-1])
+        array = np.ones(3, np.float32)
+        with raises("must be a Tensor or Scalar of this fusion or a Python number, got ndarray; define it with fd.define_tensor"):
+            eval(expression, {"x": x, "array": array})
+        assert fd.records == ()  # nothing recorded on the way
+        fd.add_output(x * np.float32(2.0))  # a NumPy scalar is a number

@@ -337,7 +337,7 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
 
 def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None:
     """The order of the iteration dims (see :mod:`fuser_mlir.frontend.relayout`)
-    in which a call of a fusion of pointwise ops and broadcasts runs on
+    in which a call of a fusion of pointwise ops, broadcasts and reductions runs on
     row-major views of its arguments: the stride order (largest first) of
     its arguments of full ``rank`` (inputs and given outputs), where they all
     agree on one that is not row-major (dims of one element aside, and those
@@ -472,7 +472,7 @@ class FusionExecutorCache:
         #: tensor inputs of an elementwise fusion, whose column-major arguments run as row-major views (see row_major_views)
         elementwise = getattr(fusion, "is_elementwise", None)
         self._permutable = tuple(i for i, s in enumerate(fusion.inputs) if s.kind == "tensor") if elementwise and elementwise() else None
-        #: a fusion of pointwise ops and broadcasts: its rank (None: not yet known; 0: not one), and its
+        #: a fusion of pointwise ops, broadcasts and reductions: its rank (None: not yet known; 0: not one), and its
         #: definition written again per order of the dims, with its executor (see _run_relaid)
         self._relayout_rank = None if self._permutable is None and elementwise else 0
         self._relaid: dict[tuple, tuple | None] = {}
@@ -575,7 +575,7 @@ class FusionExecutorCache:
         other order (column-major arrays, ``x.t()`` views) take that order,
         as NumPy's ufuncs and torch's pointwise ops do: such a call runs on
         row-major views of its arguments (:func:`row_major_views`). So does
-        such a call of a fusion of pointwise ops and broadcasts, through its
+        such a call of a fusion of pointwise ops, broadcasts and reductions, through its
         definition written again with its dims in that order
         (:func:`relayout_order`, :mod:`fuser_mlir.frontend.relayout`).
 
@@ -650,7 +650,7 @@ class FusionExecutorCache:
 
     def _relaid_for(self, inputs, outputs):
         """``(Relayout, its executor)`` for a call of column-major arguments of
-        a fusion of pointwise ops and broadcasts (see relayout_order), made at
+        a fusion of pointwise ops, broadcasts and reductions (see relayout_order), made at
         the first call of its order; else None. Decided once per layout of
         the arguments (shapes and strides: all the decision reads), so that
         later calls skip the shape checks."""
@@ -669,7 +669,7 @@ class FusionExecutorCache:
 
         if self._relayout_rank is None:
             dims = iteration_dims(self.fusion)
-            self._relayout_rank = 0 if dims is None else len(next(iter(dims.values())))
+            self._relayout_rank = 0 if dims is None else max(len(along) for along in dims.values())
             if self._relayout_rank == 0:
                 return None
         order = relayout_order(self.fusion, self._relayout_rank, inputs, outputs)

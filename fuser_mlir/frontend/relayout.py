@@ -1,24 +1,26 @@
-"""A fusion of pointwise ops and broadcasts, written again with its dims in
-another order, so that arguments of that layout run on row-major views.
+"""A fusion of pointwise ops, broadcasts and reductions, written again with
+its dims in another order, so that arguments of that layout run on row-major
+views.
 
 The kernels walk a fusion's dims in row-major order. A call whose arrays are
 column-major (``x.t()`` in torch, Fortran order in NumPy) then has
 neighbouring threads touch addresses a column apart. For an elementwise
 fusion the same definition serves any order of the dims
 (:meth:`FusionDefinition.is_elementwise`). A fusion that broadcasts (a bias
-added to each row, a column times a row) does not: the bias must be
-broadcast along the other dim once the dims are permuted. :func:`relayout`
-writes the definition again through ``fd.ops`` with every tensor's dims
-permuted, and says how the caller's arrays become its arguments.
+added to each row, a column times a row) or reduces does not: permuted, the
+bias is broadcast along the other dim, and a sum of each row is a sum of
+each column. :func:`relayout` writes the definition again through ``fd.ops``
+with every tensor's dims permuted, and says how the caller's arrays become
+its arguments.
 
 Each tensor's dims run along the fusion's *iteration dims*, the dims of its
-largest tensors: a tensor of full rank along all of them in order, a tensor
-that is broadcast along those its broadcast maps its dims to. ``order``
-permutes the iteration dims; each tensor's dims then keep their relative
-order in it, so a lower-rank input may be transposed too (its broadcast
-dims must increase). Fusions with reductions, reshapes, permutes, size
-expressions or declared input layouts are not written again (None): their
-dims do not all run along iteration dims one to one.
+largest tensors: a tensor of full rank along all of them in order, a
+reduction's result along its operand's but the reduced ones, a tensor that
+is broadcast along those its broadcast maps its dims to. ``order`` permutes
+the iteration dims; each tensor's dims then keep their relative order in
+it, so a lower-rank input may be transposed too (its broadcast dims must
+increase). Fusions with reshapes, permutes or declared input layouts are
+not written again (None): their dims do not all run along iteration dims.
 
 Pure Python; no MLIR.
 """
@@ -28,7 +30,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from fuser_mlir.frontend.ops import BINARY, TERNARY, UNARY
+from fuser_mlir.frontend.ops import BINARY, REDUCTIONS, TERNARY, UNARY
+from fuser_mlir.frontend.shapes import Product
 from fuser_mlir.frontend.values import Tensor
 
 if TYPE_CHECKING:
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
 
 #: ops whose tensor operands have their result's rank and dims
 _POINTWISE = frozenset({*UNARY, *BINARY, *TERNARY, "cast", "set", "segment_set"})
+_REDUCTIONS = frozenset(REDUCTIONS)
+#: the other ops a fusion written again may hold
+_LAYOUT_FREE = frozenset({"broadcast_in_dim", "constant", "size_expr", *REDUCTIONS})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,10 +61,10 @@ class Relayout:
 def iteration_dims(fd: "FusionDefinition") -> dict[int, tuple[int, ...]] | None:
     """``value id -> the iteration dim each of its dims runs along`` for
     every live tensor, inputs and outputs included; None where the fusion
-    is not made of pointwise ops and broadcasts alone (see the module
-    docstring), or has no tensor of rank 2 or more."""
+    is not made of pointwise ops, broadcasts and reductions alone (see the
+    module docstring), or has no tensor of rank 2 or more."""
     live = [r for r in fd.live_records() if not _alias_retype(r)]
-    if any(r.op not in _POINTWISE and r.op not in ("broadcast_in_dim", "constant") for r in live):
+    if any(r.op not in _POINTWISE and r.op not in _LAYOUT_FREE for r in live):
         return None
     for spec in fd.inputs:
         if spec.is_tensor and (any(c is True for c in spec.contiguity) or spec.stride_order != tuple(range(spec.rank - 1, -1, -1))):
@@ -68,20 +74,49 @@ def iteration_dims(fd: "FusionDefinition") -> dict[int, tuple[int, ...]] | None:
     if rank < 2:
         return None
     dims = {i: tuple(range(rank)) for i, t in tensors.items() if t.ndim == rank}
-    for r in reversed(live):  # consumers before producers: a tensor's dims are known from its uses
-        result = dims.get(r.result)
-        if result is None:
-            continue
-        if r.op == "broadcast_in_dim":
-            found = {r.operands[0]: tuple(result[d] for d in r.attrs["broadcast_dims"])}
-        else:
-            found = {v: result for v in r.operands if v in tensors}
-        for v, along in found.items():
-            if dims.setdefault(v, along) != along:
-                return None  # one tensor broadcast two ways
+    try:
+        while _propagate(live, tensors, dims):
+            pass
+    except _Conflict:
+        return None  # one tensor along two sets of dims (a broadcast of a reduction's result elsewhere than it was)
     if len(dims) != len(tensors):
-        return None  # a lower-rank tensor that no broadcast places
+        return None  # a lower-rank tensor that no broadcast or reduction places
     return dims
+
+
+class _Conflict(Exception):
+    pass
+
+
+def _propagate(live: list, tensors: dict, dims: dict) -> bool:
+    """One pass of the rules over ``live`` (forward: a reduction's result
+    runs along its operand's dims but the reduced ones; backward: a
+    broadcast's operand along the result dims it maps to; both ways: a
+    pointwise op's tensors along the same dims). Whether ``dims`` grew."""
+    grew = False
+
+    def place(value: int, along: tuple) -> None:
+        nonlocal grew
+        known = dims.get(value)
+        if known is None:
+            dims[value] = along
+            grew = True
+        elif known != along:
+            raise _Conflict
+
+    for r in live:
+        if r.op in _REDUCTIONS and r.operands[0] in dims:
+            source, reduced = dims[r.operands[0]], r.attrs["dims"]
+            place(r.result, source if r.attrs["keepdim"] else tuple(a for k, a in enumerate(source) if k not in reduced))
+        elif r.op in _POINTWISE and r.result in tensors:
+            known = [dims[v] for v in (r.result, *r.operands) if v in dims and v in tensors]
+            for v in (r.result, *r.operands):
+                if known and v in tensors:
+                    place(v, known[0])
+    for r in reversed(live):  # consumers before producers: a broadcast places its operand
+        if r.op == "broadcast_in_dim" and r.result in dims:
+            place(r.operands[0], tuple(dims[r.result][d] for d in r.attrs["broadcast_dims"]))
+    return grew
 
 
 def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
@@ -92,7 +127,7 @@ def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
     from fuser_mlir.frontend.definition import FusionDefinition
 
     dims = iteration_dims(fd)
-    if dims is None or sorted(order) != list(range(len(next(iter(dims.values()))))):
+    if dims is None or sorted(order) != list(range(max(len(along) for along in dims.values()))):
         return None
     position = {d: j for j, d in enumerate(order)}
 
@@ -140,7 +175,27 @@ def _record_again(new: "FusionDefinition", r: "Record", fd: "FusionDefinition", 
         source = permutation(r.operands[0])
         broadcast_dims = [where[r.attrs["broadcast_dims"][k]] for k in source]
         return new.ops.broadcast_in_dim(operands[0], [r.attrs["shape"][d] for d in out], broadcast_dims)
+    if r.op in _REDUCTIONS:
+        source = permutation(r.operands[0])
+        reduced = sorted(j for j, d in enumerate(source) if d in r.attrs["dims"])
+        return getattr(new.ops, r.op)(operands[0], dims=reduced, keepdim=r.attrs["keepdim"])
+    if r.op == "size_expr":
+        product = r.attrs["product"]
+        factors = tuple(_extent_in(new, fd, e, permutation) for e in product.factors)
+        return new._size_expr(Product(factors, product.scale, product.divisor), r.loc)
     return getattr(new.ops, r.op)(*operands)
+
+
+def _extent_in(new: "FusionDefinition", fd: "FusionDefinition", extent: int, permutation) -> int:
+    """The extent of ``new`` that is ``fd``'s ``extent``: an input dim of its
+    size class, at its place in ``new``'s input."""
+    root = fd._uf.find(extent)
+    for spec in fd.inputs:
+        if spec.is_tensor:
+            for d, e in enumerate(fd.value(spec.value_id).dims):
+                if e is not None and fd._uf.find(e) == root:
+                    return new.value(new.inputs[spec.index].value_id).dims[permutation(spec.value_id).index(d)]
+    raise ValueError(f"extent {extent} is no input's size")  # a size of a reshape: not written again (iteration_dims)
 
 
 def _alias_retype(r: "Record") -> bool:

@@ -77,6 +77,7 @@ QUALIFIES = {
     "a reshape": (lambda fd: fd.add_output(fd.ops.reshape(fd.define_tensor([-1, -1]), [-1])), None),
     "a declared contiguity": (lambda fd: fd.add_output(fd.define_tensor([-1, -1], contiguity=[True, True]) + fd.define_tensor([-1])), None),
     "one dim": (lambda fd: fd.add_output(fd.define_tensor([-1]) + 1.0), None),
+    "an input no op reads": (lambda fd: [fd.define_tensor([-1]), fd.add_output(fd.ops.sum(fd.define_tensor([-1, -1]), [1]))], {1: (0, 1)}),
     "a lower-rank output no broadcast places": (lambda fd: [fd.add_output(t) for t in (fd.define_tensor([-1, -1]) + 1.0, fd.define_tensor([-1]) * 2.0)], None),
 }
 

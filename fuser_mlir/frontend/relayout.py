@@ -132,7 +132,9 @@ def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
     position = {d: j for j, d in enumerate(order)}
 
     def permutation(value_id: int) -> tuple[int, ...]:
-        along = dims[value_id]
+        along = dims.get(value_id)
+        if along is None:  # an input no op reads: passed as it is
+            return tuple(range(fd.value(value_id).ndim))
         return tuple(sorted(range(len(along)), key=lambda k: position[along[k]]))
 
     new = FusionDefinition(fd.name)
@@ -204,7 +206,8 @@ def _alias_retype(r: "Record") -> bool:
 
 
 def _live_values(fd: "FusionDefinition", live: list) -> set[int]:
-    found = {s.value_id for s in fd.inputs} | {o.tensor for o in fd.outputs}
+    """The values ``live`` records read or make, and the outputs (inputs no op reads are not among them)."""
+    found = {o.tensor for o in fd.outputs}
     for r in live:
         found.update(r.operands)
         found.add(r.result)

@@ -125,7 +125,10 @@ def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate(device):
 def test_a_layer_norm_written_with_var_mean_is_one_segment(device, keepdim):
     """var_mean broadcast its keepdim=False mean back with broadcast_in_dim,
     which cut the fusion in two: a layer norm with it took two kernels where
-    one written with mean took one."""
+    one written with mean took one. A broadcast that puts back a reduction's
+    dims as size 1 is now the keepdim reduction itself (ops._keepdim_form),
+    so the user's own broadcast_in_dim of var_mean's keepdim=False results
+    is one segment too, with the plain mean as a second output."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
         var, mean = fd.ops.var_mean(x, dims=[1], correction=0, keepdim=keepdim)
@@ -136,13 +139,58 @@ def test_a_layer_norm_written_with_var_mean_is_one_segment(device, keepdim):
             fd.add_output(fd.ops.var_mean(x, dims=[1], correction=1)[1])  # the mean alone, as keepdim=False gives it
     x = rand(40, 300)
     compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
-    assert compiled.num_segments == (1 if keepdim else 2)  # broadcasting a keepdim=False result back is the user's own cut
+    assert compiled.num_segments == 1
     outs = [to_host(o) for o in fd.execute([to_device(x, device)])]
     x64 = x.astype(np.float64)
     mean = x64.mean(1, keepdims=True)
     np.testing.assert_allclose(outs[0], (x64 - mean) / np.sqrt(x64.var(1, keepdims=True) + 1e-5), rtol=1e-4, atol=1e-4)
     if not keepdim:
         np.testing.assert_allclose(outs[1], mean[:, 0], rtol=1e-5, atol=1e-6)
+
+
+def nvfuser_softmax(fd, x):
+    """A softmax as nvFuser's examples write it: reductions without keepdim, broadcast back."""
+    m = fd.ops.broadcast_in_dim(fd.ops.max(x, [1]), [-1, 1], [0])
+    e = fd.ops.exp(x - m)
+    return e / fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), [-1, 1], [0])
+
+
+def test_reductions_broadcast_back_as_nvfuser_writes_them_are_the_keepdim_reductions(device):
+    with FusionDefinition(name="softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(nvfuser_softmax(fd, x))
+        mean = fd.ops.broadcast_in_dim(fd.ops.mean(x, [1]), [-1, 1], [0])  # through a pointwise op: the division by the count
+        fd.add_output(x - mean)
+        fd.add_output(fd.ops.max(x, [1]))  # the plain max too: its keepdim=False record stays live
+    with FusionDefinition(name="softmax") as kept:
+        x = kept.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = kept.ops.exp(x - kept.ops.max(x, [1], keepdim=True))
+        kept.add_output(e / kept.ops.sum(e, [1], keepdim=True))
+        kept.add_output(x - kept.ops.mean(x, [1], keepdim=True))
+        kept.add_output(kept.ops.max(x, [1]))
+    ir, kept_ir = fd.fusion_ir(), kept.fusion_ir()  # the same ops (the keepdim records come later in the definition)
+    assert "broadcast_in_dim" not in ir and sorted(ir.count(f'"fuser.{op}"') for op in ("sum", "max", "div", "sub", "exp")) == sorted(
+        kept_ir.count(f'"fuser.{op}"') for op in ("sum", "max", "div", "sub", "exp")
+    )
+    assert ir.count("keepdim = true") == kept_ir.count("keepdim = true") == 3
+    x = rand(40, 300)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(x, device)])
+    assert compiled.num_segments == 1
+    soft, centred, top = (to_host(o) for o in fd.execute([to_device(x, device)]))
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(soft, ref_softmax(x)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(centred, x64 - x64.mean(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(top, x.max(1))
+
+
+def test_broadcasts_that_are_not_a_reductions_own_dims_stay_broadcasts():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.ops.sum(x, [1])
+        fd.add_output(x + fd.ops.broadcast_in_dim(s, [1, -1], [1]))  # the row sums along the other dim (square x)
+        fd.add_output(fd.ops.broadcast_in_dim(s, [-1, 4], [0]))  # expanded, not kept as size 1
+    ir = fd.fusion_ir()
+    assert ir.count('"fuser.broadcast_in_dim"') == 2 and "keepdim = true" not in ir
 
 
 def test_a_fusion_of_twelve_segments(device):

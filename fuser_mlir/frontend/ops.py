@@ -350,6 +350,11 @@ class Ops:
             raise DefinitionError(f"{api}: broadcast_dims has {len(bdims)} entries, but the operand has rank {value.ndim}; give one result dim per operand dim")
         if any(not 0 <= d < len(shape) for d in bdims) or sorted(set(bdims)) != bdims:
             raise DefinitionError(f"{api}: broadcast_dims {bdims} must be increasing and within the result rank {len(shape)} (shape {shape})")
+        new_dims = tuple(d for d in range(len(shape)) if d not in bdims)
+        if new_dims and isinstance(value, Tensor) and all(shape[d] == 1 for d in new_dims) and all(shape[d] == -1 for d in bdims):
+            kept = self._keepdim_form(value, new_dims)
+            if kept is not None:
+                return kept
         out_shape, out_dims, unify = [], [], []
         mapped = {d: i for i, d in enumerate(bdims)}
         for d, want in enumerate(shape):
@@ -379,6 +384,43 @@ class Ops:
             raise DefinitionError(f"{api}: shape[{d}] is {want}, but operand dim {i} is bound to size {self._fd._class_static(extent)}")
         unify.append((extent, static))
         return size, extent
+
+    def _keepdim_form(self, value: Tensor, new_dims: tuple[int, ...]) -> Tensor | None:
+        """``value`` with dims of size 1 inserted at ``new_dims``, as the same
+        reductions with ``keepdim=True`` make it, and the pointwise ops and
+        casts between them and ``value`` recorded again on their results
+        (None where ``value`` is not made so: an input, a layout op, a
+        reduction of other dims). ``broadcast_in_dim(sum(x, [1]), [-1, 1],
+        [0])``, nvFuser's way to broadcast a row's sum back over the row, is
+        then ``sum(x, [1], keepdim=True)``, which a softmax or a norm keeps in
+        its reductions' segment (fuser-segment, rule 2b; a broadcast of a
+        reduction's result cuts): one kernel, not three. The records replaced
+        stay; where nothing else reads them they are dead and not emitted."""
+        forms = self._fd.__dict__.setdefault("_keepdim_forms", {})
+        key = (value.id, new_dims)
+        if key in forms:
+            return forms[key]
+        index = self._fd._producer.get(value.id)
+        record = None if index is None else self._fd._records[index]
+        kept = None
+        if record is None:
+            pass
+        elif record.op in REDUCTIONS and not record.attrs["keepdim"] and tuple(record.attrs["dims"]) == new_dims:
+            operand = self._fd.value(record.operands[0])
+            if operand.ndim == value.ndim + len(new_dims):
+                kept = self._reduce(record.op, operand, list(new_dims), True, record.loc)
+        elif record.op in (*UNARY, *BINARY, *TERNARY, "cast", "set"):
+            operands = []
+            for v in (self._fd.value(i) for i in record.operands):
+                operands.append(v if not isinstance(v, Tensor) else self._keepdim_form(v, new_dims) if v.ndim == value.ndim else None)
+            if None not in operands:
+                shape, dims = list(value.shape), list(value.dims)
+                for d in new_dims:
+                    shape.insert(d, 1)
+                    dims.insert(d, None)
+                kept = self._fd._record_tensor(record.op, operands, value.dtype, shape, dims, record.loc, dict(record.attrs), record.unify)
+        forms[key] = kept
+        return kept
 
     def _new_dim(self, d: int, want: int, api: str, loc: Loc):
         if want == -1:

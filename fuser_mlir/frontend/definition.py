@@ -100,6 +100,7 @@ class FusionDefinition:
         self._version = 0
         self._analysis_cache: tuple[int, ShapeAnalysis] | None = None
         self._executor = None
+        self._keepdim_forms: dict = {}  # (value id, dims) -> its keepdim form, or None (see Ops._keepdim_form)
 
     def __repr__(self) -> str:
         return f"FusionDefinition({self.name!r}: {len(self._inputs)} inputs, {len(self._records)} ops, {len(self._outputs)} outputs)"

@@ -396,16 +396,19 @@ class Ops:
         its reductions' segment (fuser-segment, rule 2b; a broadcast of a
         reduction's result cuts): one kernel, not three. The records replaced
         stay; where nothing else reads them they are dead and not emitted."""
-        forms = self._fd.__dict__.setdefault("_keepdim_forms", {})
+        forms = self._fd._keepdim_forms
         key = (value.id, new_dims)
-        if key in forms:
-            return forms[key]
+        if key not in forms:
+            forms[key] = self._record_keepdim_form(value, new_dims)
+        return forms[key]
+
+    def _record_keepdim_form(self, value: Tensor, new_dims: tuple[int, ...]) -> Tensor | None:
         index = self._fd._producer.get(value.id)
-        record = None if index is None else self._fd._records[index]
+        if index is None:
+            return None  # an input
+        record = self._fd._records[index]
         kept = None
-        if record is None:
-            pass
-        elif record.op in REDUCTIONS and not record.attrs["keepdim"] and tuple(record.attrs["dims"]) == new_dims:
+        if record.op in REDUCTIONS and not record.attrs["keepdim"] and tuple(record.attrs["dims"]) == new_dims:
             operand = self._fd.value(record.operands[0])
             if operand.ndim == value.ndim + len(new_dims):
                 kept = self._reduce(record.op, operand, list(new_dims), True, record.loc)
@@ -419,7 +422,6 @@ class Ops:
                     shape.insert(d, 1)
                     dims.insert(d, None)
                 kept = self._fd._record_tensor(record.op, operands, value.dtype, shape, dims, record.loc, dict(record.attrs), record.unify)
-        forms[key] = kept
         return kept
 
     def _new_dim(self, d: int, want: int, api: str, loc: Loc):

@@ -343,13 +343,17 @@ def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None
     agree on one that is not row-major (dims of one element aside, and those
     placed first); else None, as for a call this does not apply to (see
     row_major_views) or that the full validation refuses (it then runs as
-    it is, and its error names the caller's own dims)."""
+    it is, and its error names the caller's own dims: a given output that is
+    not an array, or of another shape)."""
     specs = fusion.inputs
     if type(inputs) is not list and type(inputs) is not tuple or len(inputs) != len(specs):
         return None
     if outputs is not None and (type(outputs) is not list and type(outputs) is not tuple):
         return None
-    full = [inputs[s.index] for s in specs if s.is_tensor and s.rank == rank] + [o for o in outputs or () if o is not None and getattr(o, "ndim", 0) == rank]
+    given = [o for o in outputs or () if o is not None]
+    if not all(_is_array(o) for o in given):
+        return None  # the full validation names what is wrong
+    full = [inputs[s.index] for s in specs if s.is_tensor and s.rank == rank] + [o for o in given if o.ndim == rank]
     orders = [_stride_order(a) for a in full]
     if not orders or None in orders or len({type(a) is np.ndarray for a in full}) != 1:
         return None
@@ -419,11 +423,10 @@ def _layout_key(values) -> tuple:
     return tuple(key)
 
 
-def _array_of_rank(value, rank: int) -> bool:
-    """Whether ``value`` is a NumPy array, DeviceArray or torch CUDA tensor of ``rank`` dims."""
+def _is_array(value) -> bool:
+    """Whether ``value`` is a NumPy array, DeviceArray or torch CUDA tensor."""
     kind = type(value)
-    array = kind is np.ndarray or kind is DeviceArray or _is_torch(value) and getattr(value, "is_cuda", False)
-    return array and value.ndim == rank
+    return kind is np.ndarray or kind is DeviceArray or _is_torch(value) and getattr(value, "is_cuda", False)
 
 
 def _inverse(order: tuple) -> tuple:
@@ -665,6 +668,7 @@ class FusionExecutorCache:
         return relaid
 
     def _decide_relayout(self, inputs, outputs):
+        """What _relaid_for answers for a layout it has not seen."""
         from fuser_mlir.frontend.relayout import iteration_dims, relayout
 
         if self._relayout_rank is None:
@@ -683,12 +687,7 @@ class FusionExecutorCache:
                 executor.stats, executor.memory = self.stats, self.memory  # one account of the fusion's work
                 executor._relayout_rank = 0  # its arguments are the views: already in order
             self._relaid[order] = None if relaid is None else (relaid, executor)
-        relaid = self._relaid[order]
-        if relaid is not None and outputs is not None:
-            perms = relaid[0].outputs
-            if len(outputs) != len(perms) or any(o is not None and not _array_of_rank(o, len(p)) for o, p in zip(outputs, perms)):
-                return None  # the full validation names what is wrong
-        return relaid
+        return self._relaid[order]
 
     def _run_relaid(self, layout, executor, inputs, outputs, cuda_graph: bool) -> list:
         """Run a call on row-major views of its arguments through the

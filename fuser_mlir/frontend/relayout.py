@@ -63,7 +63,7 @@ def iteration_dims(fd: "FusionDefinition") -> dict[int, tuple[int, ...]] | None:
     every live tensor, inputs and outputs included; None where the fusion
     is not made of pointwise ops, broadcasts and reductions alone (see the
     module docstring), or has no tensor of rank 2 or more."""
-    live = [r for r in fd.live_records() if not _alias_retype(r)]
+    live = _written_records(fd)
     if any(r.op not in _POINTWISE and r.op not in _LAYOUT_FREE for r in live):
         return None
     for spec in fd.inputs:
@@ -75,8 +75,7 @@ def iteration_dims(fd: "FusionDefinition") -> dict[int, tuple[int, ...]] | None:
         return None
     dims = {i: tuple(range(rank)) for i, t in tensors.items() if t.ndim == rank}
     try:
-        while _propagate(live, tensors, dims):
-            pass
+        _propagate(live, tensors, dims)
     except _Conflict:
         return None  # one tensor along two sets of dims (a broadcast of a reduction's result elsewhere than it was)
     if len(dims) != len(tensors):
@@ -85,15 +84,15 @@ def iteration_dims(fd: "FusionDefinition") -> dict[int, tuple[int, ...]] | None:
 
 
 class _Conflict(Exception):
-    pass
+    """A tensor placed along two sets of iteration dims."""
 
 
-def _propagate(live: list, tensors: dict, dims: dict) -> bool:
-    """One pass of the rules over ``live`` (forward: a reduction's result
-    runs along its operand's dims but the reduced ones; backward: a
-    broadcast's operand along the result dims it maps to; both ways: a
-    pointwise op's tensors along the same dims). Whether ``dims`` grew."""
-    grew = False
+def _propagate(live: list, tensors: dict, dims: dict) -> None:
+    """Apply the rules over ``live`` until ``dims`` grows no more (forward:
+    a reduction's result runs along its operand's dims but the reduced
+    ones; backward: a broadcast's operand along the result dims it maps to;
+    both ways: a pointwise op's tensors along the same dims)."""
+    grew = True
 
     def place(value: int, along: tuple) -> None:
         nonlocal grew
@@ -104,19 +103,20 @@ def _propagate(live: list, tensors: dict, dims: dict) -> bool:
         elif known != along:
             raise _Conflict
 
-    for r in live:
-        if r.op in _REDUCTIONS and r.operands[0] in dims:
-            source, reduced = dims[r.operands[0]], r.attrs["dims"]
-            place(r.result, source if r.attrs["keepdim"] else tuple(a for k, a in enumerate(source) if k not in reduced))
-        elif r.op in _POINTWISE and r.result in tensors:
-            known = [dims[v] for v in (r.result, *r.operands) if v in dims and v in tensors]
-            for v in (r.result, *r.operands):
-                if known and v in tensors:
-                    place(v, known[0])
-    for r in reversed(live):  # consumers before producers: a broadcast places its operand
-        if r.op == "broadcast_in_dim" and r.result in dims:
-            place(r.operands[0], tuple(dims[r.result][d] for d in r.attrs["broadcast_dims"]))
-    return grew
+    while grew:
+        grew = False
+        for r in live:
+            if r.op in _REDUCTIONS and r.operands[0] in dims:
+                source, reduced = dims[r.operands[0]], r.attrs["dims"]
+                place(r.result, source if r.attrs["keepdim"] else tuple(a for k, a in enumerate(source) if k not in reduced))
+            elif r.op in _POINTWISE and r.result in tensors:
+                known = [dims[v] for v in (r.result, *r.operands) if v in dims and v in tensors]
+                for v in (r.result, *r.operands):
+                    if known and v in tensors:
+                        place(v, known[0])
+        for r in reversed(live):  # consumers before producers: a broadcast places its operand
+            if r.op == "broadcast_in_dim" and r.result in dims:
+                place(r.operands[0], tuple(dims[r.result][d] for d in r.attrs["broadcast_dims"]))
 
 
 def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
@@ -146,9 +146,8 @@ def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
                 values[spec.value_id] = new.define_tensor([spec.shape[k] for k in perm], dtype=spec.dtype)
             else:
                 values[spec.value_id] = new.define_scalar(dtype=spec.dtype)
-        live = [r for r in fd.live_records() if not _alias_retype(r)]
-        for r in live:
-            values[r.result] = _record_again(new, r, fd, values, dims, permutation)
+        for r in _written_records(fd):
+            values[r.result] = _record_again(new, r, fd, values, permutation)
         for entry in fd._outputs:
             source = values[entry.source]
             if entry.alias is None or entry.visible:
@@ -163,7 +162,7 @@ def relayout(fd: "FusionDefinition", order: tuple[int, ...]) -> Relayout | None:
     return Relayout(new, tuple(order), inputs, outputs)
 
 
-def _record_again(new: "FusionDefinition", r: "Record", fd: "FusionDefinition", values: dict, dims: dict, permutation):
+def _record_again(new: "FusionDefinition", r: "Record", fd: "FusionDefinition", values: dict, permutation):
     """Record ``r`` of ``fd`` on ``new`` through its public ops, its tensors' dims permuted."""
     operands = [values[v] for v in r.operands]
     result = fd.value(r.result)
@@ -200,9 +199,11 @@ def _extent_in(new: "FusionDefinition", fd: "FusionDefinition", extent: int, per
     raise ValueError(f"extent {extent} is no input's size")  # a size of a reshape: not written again (iteration_dims)
 
 
-def _alias_retype(r: "Record") -> bool:
-    """A reshape that add_output records to retype an in-place output (written again by add_output)."""
-    return r.op == "reshape" and r.attrs.get("new_shape", 0) is None
+def _written_records(fd: "FusionDefinition") -> list:
+    """The live records written again, in order: all but the reshapes that
+    add_output records to retype an in-place output (add_output, called
+    again, records them again)."""
+    return [r for r in fd.live_records() if not (r.op == "reshape" and r.attrs.get("new_shape", 0) is None)]
 
 
 def _live_values(fd: "FusionDefinition", live: list) -> set[int]:
@@ -215,7 +216,7 @@ def _live_values(fd: "FusionDefinition", live: list) -> set[int]:
 
 
 def _ops(fd: "FusionDefinition") -> list[tuple[str, str]]:
-    return [(r.op, fd.value(r.result).dtype.name) for r in fd.live_records() if not _alias_retype(r)]
+    return [(r.op, fd.value(r.result).dtype.name) for r in _written_records(fd)]
 
 
 def _same_ops(fd: "FusionDefinition", new: "FusionDefinition") -> bool:
@@ -229,9 +230,7 @@ def _same_ops(fd: "FusionDefinition", new: "FusionDefinition") -> bool:
 def _keep_locations(fd: "FusionDefinition", new: "FusionDefinition") -> None:
     """The user's source locations on ``new``'s records and values, op for
     op (they name the user's lines in IR and errors, not this module's)."""
-    old = [r for r in fd.live_records() if not _alias_retype(r)]
-    fresh = [r for r in new.live_records() if not _alias_retype(r)]
-    for a, b in zip(old, fresh):
+    for a, b in zip(_written_records(fd), _written_records(new)):
         new._records[b.index] = dataclasses.replace(b, loc=a.loc)
         new.value(b.result).loc = fd.value(a.result).loc
     for a, b in zip(fd.inputs, new.inputs):

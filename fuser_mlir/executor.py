@@ -331,7 +331,7 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
         if (type(array) is np.ndarray) is not host or _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
             return None
     order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
-    views, _ = permuted_arguments(order, tensor_inputs, inputs, {})
+    views = [_permuted(a, order) if i in tensor_inputs else a for i, a in enumerate(inputs)]
     return views, None if outputs is None else [None if o is None else _permuted(o, order) for o in outputs], order
 
 
@@ -376,14 +376,36 @@ def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None
     return tuple(d for d in range(rank) if d not in order) + order
 
 
-def permuted_arguments(order: tuple, tensor_inputs: Sequence[int], inputs, given: dict) -> tuple[list, dict]:
-    """``inputs`` with each tensor input's dims permuted into ``order``, and
-    ``given`` (output index -> buffer) likewise: the arguments of
-    :func:`row_major_views`, or of a hit entry remembered for them (HitEntry.order)."""
-    views = list(inputs)
-    for i in tensor_inputs:
-        views[i] = _permuted(inputs[i], order)
-    return views, {k: _permuted(buf, order) for k, buf in given.items()}
+@dataclass(frozen=True)
+class Views:
+    """How a call's arrays become the row-major views that a hit entry's
+    compiled fusion was compiled for (HitEntry.views): ``inputs[i]`` the
+    permutation of input i's dims (None: the input as it is, a scalar
+    too), ``outputs[k]`` that of visible output k's, whose result the
+    caller sees with the inverse permutation (:attr:`back`). Made for the
+    column-major calls of an elementwise fusion (:meth:`uniform`, see
+    row_major_views) and for those of a fusion written again in their
+    order (the :class:`~fuser_mlir.frontend.relayout.Relayout`'s own)."""
+
+    inputs: tuple
+    outputs: tuple
+
+    @classmethod
+    def uniform(cls, order: tuple, tensor_inputs: Sequence[int], inputs: int, outputs: int) -> "Views":
+        """Every tensor argument's dims permuted into ``order`` (row_major_views)."""
+        return cls(tuple(order if i in tensor_inputs else None for i in range(inputs)), (order,) * outputs)
+
+    def of(self, inputs, given: dict) -> tuple[list, dict]:
+        """``inputs`` and ``given`` (output index -> buffer) as the views."""
+        views = [a if p is None else _permuted(a, p) for a, p in zip(inputs, self.inputs)]
+        return views, {k: _permuted(buf, self.outputs[k]) for k, buf in given.items()}
+
+    @property
+    def back(self) -> tuple:
+        """Per visible output, the order in which the caller sees the dims of a
+        new output made row-major in the views' (the inverse permutation;
+        None: as it is made)."""
+        return tuple(None if p == tuple(range(len(p))) else _inverse(p) for p in self.outputs)
 
 
 def _permuted(array, order: tuple):
@@ -395,7 +417,8 @@ def _caller_results(results: list, views: list, inputs, outputs, back) -> list:
     """The results of a run on ``views`` of the caller's ``inputs`` as the
     caller sees them: an output in place of an input (the view itself) that
     input, as a call of its own arguments returns it; a given output the
-    caller's own; a new output seen with its dims in order ``back(k)``."""
+    caller's own; a new output k seen with its dims in order ``back[k]``
+    (None: as it is)."""
     mapped = []
     for k, result in enumerate(results):
         own = [inputs[i] for i, view in enumerate(views) if view is result]
@@ -404,7 +427,7 @@ def _caller_results(results: list, views: list, inputs, outputs, back) -> list:
         elif outputs is not None and outputs[k] is not None:
             mapped.append(outputs[k])
         else:
-            mapped.append(_permuted(result, back(k)))
+            mapped.append(result if back[k] is None else _permuted(result, back[k]))
     return mapped
 
 
@@ -603,11 +626,11 @@ class FusionExecutorCache:
                 if results is not None:
                     self.stats.hits += 1
                     return results
-        if self._relayout_rank != 0:
+        hit = self._hits.lookup(inputs, outputs)
+        if hit is None and self._relayout_rank != 0:
             relaid = self._relaid_for(inputs, outputs)
             if relaid is not None:
                 return self._run_relaid(*relaid, inputs, outputs, cuda_graph)
-        hit = self._hits.lookup(inputs, outputs)
         if hit is None and self._permutable is not None:
             views = row_major_views(self._permutable, inputs, outputs)
             if views is not None:
@@ -634,22 +657,28 @@ class FusionExecutorCache:
 
     def _run_permuted(self, inputs, outputs, views, view_outputs, order: tuple, cuda_graph: bool) -> list:
         """Run a call of column-major arguments on their row-major views (see
-        row_major_views) and return its results in the caller's dims; then
-        remember the call's own signature with the views' compiled fusion and
-        ``order``: its next calls hit (the full validation of the views is
-        that of the arguments: the same elements, bytes and pointers), and
-        their runner, made on the views, reads the caller's pointers directly
-        (HitEntry.order)."""
+        row_major_views) and return its results in the caller's dims (see
+        _remember_views)."""
         try:
             results = self.run(views, view_outputs, cuda_graph=cuda_graph)
         except InputError as error:
             raise self._callers_error(inputs, outputs, error) from None
-        inner = self._hits.entry(views, view_outputs)
+        layout = Views.uniform(order, self._permutable, len(inputs), len(results))
+        self._remember_views(self._hits, inputs, outputs, views, view_outputs, layout)
+        return _caller_results(results, views, inputs, outputs, layout.back)
+
+    def _remember_views(self, hits: HitCache, inputs, outputs, views, view_outputs, layout: Views) -> None:
+        """After a call ran on ``views`` of its arguments (through ``hits``, the
+        table of the executor that ran them), remember the call's own
+        signature with the views' compiled fusion and ``layout``: its next
+        calls hit (the full validation of the views is that of the
+        arguments: the same elements, bytes and pointers), and their runner,
+        made on the views, reads the caller's pointers directly
+        (HitEntry.views)."""
+        inner = hits.entry(views, view_outputs)
         if inner is not None:
             separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
-            self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, order=order)
-        back = _inverse(order)  # each new output, made in the views' dims, seen in the caller's
-        return _caller_results(results, views, inputs, outputs, lambda k: back)
+            self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, views=layout)
 
     def _relaid_for(self, inputs, outputs):
         """``(Relayout, its executor)`` for a call of column-major arguments of
@@ -694,13 +723,15 @@ class FusionExecutorCache:
         definition written again in their order (see relayout_order), and
         return its results as the caller sees them (see _caller_results): new
         outputs laid out as the inputs."""
-        views = [a if perm is None else _permuted(a, perm) for a, perm in zip(inputs, layout.inputs)]
-        view_outputs = None if outputs is None else [None if o is None else _permuted(o, perm) for o, perm in zip(outputs, layout.outputs)]
+        remembered = Views(layout.inputs, layout.outputs)
+        views, _ = remembered.of(inputs, {})
+        view_outputs = None if outputs is None else [None if o is None else _permuted(o, perm) for o, perm in zip(outputs, remembered.outputs)]
         try:
             results = executor.run(views, view_outputs, cuda_graph=cuda_graph)
         except InputError as error:
             raise self._callers_error(inputs, outputs, error) from None
-        return _caller_results(results, views, inputs, outputs, lambda k: _inverse(layout.outputs[k]))
+        self._remember_views(executor._hits, inputs, outputs, views, view_outputs, remembered)
+        return _caller_results(results, views, inputs, outputs, remembered.back)
 
     def _callers_error(self, inputs, outputs, error: InputError) -> InputError:
         """The error of a call refused on the views of its arguments, named as
@@ -720,11 +751,11 @@ class FusionExecutorCache:
     def _runner(self, entry, args, given, cuda_graph: bool):
         """The runner of a hit entry (see HitEntry.replay), made at its first
         hit: on CUDA a generated replay of its launches, or a CUDA graph. An
-        entry of column-major arguments (HitEntry.order) runs on their
+        entry of column-major arguments (HitEntry.views) runs on their
         row-major views: its replays are traced on them (and read the same
         pointers), the other runners permute them per call."""
         compiled = entry.compiled
-        order = entry.order
+        views = entry.views
         if compiled.device == "cpu":
             if cuda_graph:
                 raise _graph_on_cpu()
@@ -732,23 +763,23 @@ class FusionExecutorCache:
             def run_cpu(args, given, pointers, memory):
                 return compiled.launch(args, given, memory=memory)
 
-            entry.replay = self._on_views(run_cpu, entry) if order else run_cpu
+            entry.replay = _on_views(run_cpu, views) if views else run_cpu
             return entry.replay
         from fuser_mlir.runtime import replay
 
         device = int(compiled.device.partition(":")[2] or 0)
         try:
-            traced = replay.trace(compiled.plan, compiled.kernels, *(permuted_arguments(order, self._permutable, args, given) if order else (args, given)))
+            traced = replay.trace(compiled.plan, compiled.kernels, *(views.of(args, given) if views else (args, given)))
         except replay.NotReplayable as why:
 
             def run_general(args, given, pointers, memory):
                 # the caller's own tensors: the results need no mapping back
                 return compiled.launch(args, given, memory=memory, torch_outputs=entry.torch_outputs, raw=True)
 
-            entry.replay = entry.graph = self._on_views(run_general, entry) if order else run_general
+            entry.replay = entry.graph = _on_views(run_general, views) if views else run_general
             entry.not_replayed = str(why)
             return entry.replay
-        back = _inverse(order) if order else None  # new outputs: made row-major in the views' dims, seen in the caller's
+        back = views.back if views else None  # new outputs: made row-major in the views' dims, seen in the caller's
         options = dict(device=device, torch_outputs=entry.torch_outputs, input_at=entry.input_at, given_at=entry.given_at, back=back)
         if not cuda_graph:
             entry.replay = replay.plain_replay(traced, **options)
@@ -761,21 +792,6 @@ class FusionExecutorCache:
             self.memory.allocations += 1
             self.memory.allocated_bytes += entry.graph.graph_bytes
         return entry.graph
-
-    def _on_views(self, run, entry):
-        """``run(args, given, pointers, memory)`` called on the row-major
-        views of the arguments of a column-major entry (see HitEntry.order),
-        its results as the caller sees them: each given output the caller's
-        own, an output given as its in-place input that input, and each new
-        output permuted back into the caller's dims."""
-        tensor_inputs, order, back = self._permutable, entry.order, _inverse(entry.order)
-
-        def run_on_views(args, given, pointers, memory):
-            views, view_given = permuted_arguments(order, tensor_inputs, args, given)
-            results = run(views, view_given, pointers, memory)
-            return _caller_results(results, views, args, [given.get(k) for k in range(len(results))], lambda k: back)
-
-        return run_on_views
 
     def _check_graph_arguments(self, compiled, inputs, outputs) -> None:
         """DeviceError unless a call can replay a CUDA graph (cuda_graph=True)."""
@@ -793,6 +809,22 @@ class FusionExecutorCache:
                     f"{type(value).__module__}.{type(value).__qualname__}; wrap it with torch.as_tensor(x, device='cuda') (no copy)"
                 )
         raise DeviceError("cuda_graph=True replays torch tensors and DeviceArrays only; pass those")
+
+
+def _on_views(run, views: Views):
+    """``run(args, given, pointers, memory)`` called on the row-major views
+    of the arguments of a column-major entry (see HitEntry.views), its
+    results as the caller sees them: each given output the caller's own, an
+    output given as its in-place input that input, and each new output
+    permuted back into the caller's dims."""
+    back = views.back
+
+    def run_on_views(args, given, pointers, memory):
+        arrays, view_given = views.of(args, given)
+        results = run(arrays, view_given, pointers, memory)
+        return _caller_results(results, arrays, args, [given.get(k) for k in range(len(results))], back)
+
+    return run_on_views
 
 
 def _graph_on_cpu() -> DeviceError:

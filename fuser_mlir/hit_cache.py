@@ -39,13 +39,14 @@ DeviceArrays, exactly as on the full path. The steady state of a CUDA
 caller (one signature, call after call) skips even the lookup: the entry hit
 last has its checks generated as code at the head of a second replay
 (:class:`Guard`), which FusionExecutorCache.run tries first (:attr:`HitCache.last`);
-when it answers None the lookup runs as above. A column-major call of an
-elementwise fusion, run on row-major views of its arguments
-(:func:`fuser_mlir.executor.row_major_views`), is remembered under its own
-signature with the views' compiled fusion and the permutation
-(:attr:`HitEntry.order`): on CUDA its replay is traced on the views and
-reads the caller's pointers, so its hits cost what a row-major hit costs
-(on the CPU the runner permutes the arrays per call). Other CUDA arrays (CuPy, JAX,
+when it answers None the lookup runs as above. A column-major call run on row-major views of its arguments (of an
+elementwise fusion, :func:`fuser_mlir.executor.row_major_views`; or of a
+fusion written again in their order, :func:`fuser_mlir.executor.relayout_order`)
+is remembered under its own signature with the views' compiled fusion and
+the permutation of each argument (:attr:`HitEntry.views`): on CUDA its
+replay is traced on the views and reads the caller's pointers, so its hits
+cost what a row-major hit costs (on the CPU the runner permutes the arrays
+per call). Other CUDA arrays (CuPy, JAX,
 DLPack-only) take the full path. Entries are few and bounded: when ``limit``
 raw signatures are remembered (shapes change often), the table starts over
 (dropping an entry drops its replay, and with it any CUDA graph it holds).
@@ -127,12 +128,11 @@ class HitEntry:
     not_replayed: str = ""
     #: the raw signature the entry was remembered under
     signature: tuple = ()
-    #: an elementwise fusion's column-major arguments: the order the tensor
-    #: arguments' dims are permuted into for the row-major views that
-    #: ``compiled`` was compiled for (FusionExecutorCache._run_permuted): a
-    #: CUDA replay is traced on the views, other runners permute per call;
-    #: None for any other entry
-    order: tuple | None = None
+    #: column-major arguments: how they become the row-major views that
+    #: ``compiled`` was compiled for (:class:`fuser_mlir.executor.Views`;
+    #: FusionExecutorCache._remember_views): a CUDA replay is traced on the
+    #: views, other runners permute per call; None for any other entry
+    views: object = None
     #: CUDA: the replay with this entry's checks built in,
     #: ``fast(inputs, outputs, memory) -> outputs``, None where the arguments
     #: differ from the signature in any way (see :class:`Guard`); made with
@@ -253,9 +253,9 @@ class HitCache:
         signature = self.signature(inputs, outputs)
         return None if signature is None else self._entries.get(signature)
 
-    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False, order: tuple | None = None) -> None:
+    def remember(self, inputs: Sequence[object], outputs, compiled, given: dict[int, object], torch_outputs: bool = False, views=None) -> None:
         """Record a call that passed the full validation and ran ``compiled``
-        (``order``: on its arguments' dims permuted so, see HitEntry.order)."""
+        (``views``: on its arguments' dims permuted so, see HitEntry.views)."""
         pointers = []
         signature = self._signature(inputs, outputs, pointers)
         if signature is None:
@@ -292,7 +292,7 @@ class HitCache:
             for a, a_low, a_high in ranges for b, b_low, b_high in ranges if a != b and a_low < b_high and b_low < a_high
         }
         existing = self._entries.get(signature)
-        if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout) and existing.order == order:
+        if existing is not None and existing.compiled is compiled and existing.outputs == tuple(layout) and existing.views == views:
             # keep its runner (and any CUDA graph it built); its guard (made
             # with the runner) keeps the differences it knew and leaves new
             # ones to lookup
@@ -306,7 +306,7 @@ class HitCache:
             self._entries.clear()
         self.last = None
         self._entries[signature] = HitEntry(
-            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), apart, signature=signature, order=order
+            compiled, tuple(layout), torch_outputs, input_at, given_at, tuple(spans), written, tuple(checks), apart, signature=signature, views=views
         )
 
     def guard(self, entry: HitEntry) -> "Guard | None":

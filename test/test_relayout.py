@@ -274,6 +274,37 @@ def test_reductions_of_permuted_arguments(device, order):
     assert fec.stats.compilations == 1
 
 
+@pytest.mark.parametrize("given", [False, True])
+def test_a_relaid_call_is_remembered_under_its_own_signature(device, given, monkeypatch):
+    """After its first call, a column-major call hits an entry of its own
+    (HitEntry.views): no relayout decision, no run through the executor of
+    the definition written again; its new outputs still come in their own
+    orders (the normalized x in the inputs', the 1-D sum as it is)."""
+    fd = normalized()
+    fec = FusionExecutorCache(fd)
+    relaid = []
+    run_relaid = fec._run_relaid
+    monkeypatch.setattr(fec, "_run_relaid", lambda *args: relaid.append(1) or run_relaid(*args))
+    shape, order = (5, 30, 40), (2, 1, 0)
+    for call in range(3):
+        x, w = RNG.standard_normal(shape).astype(np.float32), RNG.standard_normal(shape[2]).astype(np.float32)
+        x64 = x.astype(np.float64)
+        dx, dw = fortran(x, device, order), to_device(w, device)
+        outputs = [fortran(np.full(shape, np.nan, np.float32), device, order), None] if given else None
+        normed, total = fec.run([dx, dw], outputs)
+        mean, var = x64.mean(axis=2, keepdims=True), x64.var(axis=2, keepdims=True)
+        np.testing.assert_allclose(to_host(normed), (x64 - mean) / np.sqrt(var + 1e-5) * w, rtol=1e-4, atol=1e-4, err_msg=call)
+        np.testing.assert_allclose(to_host(total), x64.sum(axis=(0, 2)), rtol=1e-4, atol=1e-4, err_msg=call)
+        np.testing.assert_array_equal(to_host(dx), x)
+        np.testing.assert_array_equal(to_host(dw), w)
+        assert strides_order(normed) == order and total.shape == (shape[1],)
+        if given:
+            assert normed is outputs[0]
+    entry = fec._hits.entry([dx, dw], outputs)
+    assert relaid == [1] and entry.views.inputs == ((2, 1, 0), (0,)) and entry.views.outputs == ((2, 1, 0), (0,))
+    assert (fec.stats.misses, fec.stats.hits) == (1, 2)  # one compilation (or disk hit): the views'
+
+
 def test_a_softmax_of_column_major_rows_is_one_of_the_views_columns():
     with FusionDefinition(name="softmax") as fd:
         fd.add_output(softmax(fd, fd.define_tensor([-1, -1])))

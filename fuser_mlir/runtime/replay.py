@@ -408,8 +408,8 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
     """The arguments' checks and pointers (``arguments``), context check
     (unless the caller retries a launch the context made fail, see
     plain_replay), stream, and new outputs (each made as the trace's
-    row-major buffer, then seen with its dims in order ``back`` where given:
-    see plain_replay)."""
+    row-major buffer, then seen with its dims in the order ``back`` gives
+    its visible output: see plain_replay)."""
     w.lines.append(f"def replay({arguments.parameters}):")
     arguments.write(w, _sources(trace))
     w.constant("ensure", ensure)
@@ -424,8 +424,9 @@ def _prologue(w: _Writer, trace: Trace, arguments: Arguments, *, device: int, to
     else:
         w.line(f"stream = {default_stream}")
     data = ".data_ptr()" if torch_outputs else ".ptr"
+    seen = {} if back is None else {index: back[k] for k, (kind, index) in enumerate(trace.results) if kind == "output"}
     for buffer_id, shape, dtype in trace.outputs:
-        w.line(f"o{buffer_id} = {_allocation(w, allocate, shape, dtype, back)}")
+        w.line(f"o{buffer_id} = {_allocation(w, allocate, shape, dtype, seen.get(buffer_id))}")
         w.line(f"q{buffer_id} = o{buffer_id}{data}")
 
 
@@ -512,8 +513,8 @@ def plain_replay(trace: Trace, *, device: int, torch_outputs: bool, input_at: di
     runtime's (``_allocator``, torch's current raw stream or the legacy
     default stream, ``ensure_context``); tests pass their own. ``back``: a
     trace made on row-major views of the caller's column-major arrays
-    (HitEntry.order), whose new outputs the caller sees with their dims in
-    order ``back`` (the inverse permutation: its own dims)."""
+    (HitEntry.views), whose new visible output k the caller sees with its
+    dims in order ``back[k]`` (the inverse permutation: its own dims)."""
     allocate, current_stream, ensure = _defaults(device, torch_outputs, allocate, current_stream, ensure)
     if arguments is None:
         arguments = Arguments(input_at, given_at)

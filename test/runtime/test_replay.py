@@ -774,7 +774,7 @@ def test_a_column_major_call_hits_its_own_entry_traced_on_its_row_major_views(st
     assert fec.run([x, y, 2.5, 3], [out])[0] is out  # a miss on its own signature: run on the views
     first = recorder.calls
     entry = fec._hits.entry([x, y, 2.5, 3], [out])
-    assert entry is not None and entry.order == (1, 0) and entry.compiled is fec._hits.entry(views[:2] + [2.5, 3], [views[2]]).compiled
+    assert entry is not None and entry.views.outputs == ((1, 0),) and entry.compiled is fec._hits.entry(views[:2] + [2.5, 3], [views[2]]).compiled
     for call in range(2):  # the table's hit (traced on the views), then the guarded replay
         recorder.calls = []
         assert fec.run([x, y, 2.5, 3], [out])[0] is out
@@ -786,6 +786,43 @@ def test_a_column_major_call_hits_its_own_entry_traced_on_its_row_major_views(st
     swap = {a.ptr: b.ptr for a, b in zip(column, moved)}
     assert recorder.calls == [(h, g, b, s, st, [swap.get(v, v) for v in slots]) for h, g, b, s, st, slots in first]
     assert fec._hits.last is entry.fast and fec.stats.hits == 4  # the views' one hit, then this signature's three
+
+
+def test_a_relaid_call_hits_its_own_entry_traced_on_its_row_major_views(stubbed_hits):
+    """FusionExecutorCache._run_relaid: after a column-major call of a fusion
+    with a broadcast and a reduction ran through the definition written again
+    in its order, its own signature is remembered with that fusion's compiled
+    one and each argument's permutation (HitEntry.views); its hits launch
+    what the views' entry launches, on the caller's pointers, and make each
+    new output in its own order: the 2-D one transposed back, the row sums
+    as they are."""
+    recorder, remember = stubbed_hits
+    with FusionDefinition(name="bias_and_sums") as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor([-1], dtype=DataType.Float)
+        fd.add_output(x * 2.0 + b)
+        fd.add_output(fd.ops.sum(x, [1]))
+    fec = FusionExecutorCache(fd)
+    x, b = device_array(0x1000_0000, (70, 33)).T, device_array(0x2000_0000, (70,))
+    layout, inner = fec._relaid_for([x, b], None)
+    assert layout.inputs == ((1, 0), (0,)) and layout.outputs == ((1, 0), (0,))
+    remember(inner, layout.fusion, [x.T, b])  # the views' full call, compiled for row-major arrays
+    fec.run([x, b])  # a miss on its own signature: run on the views
+    first = recorder.calls
+    entry = fec._hits.entry([x, b], None)
+    assert entry.views.inputs == layout.inputs and entry.compiled is inner._hits.entry([x.T, b], None).compiled
+    for call in range(2):  # the table's hit (traced on the views), then the guarded replay
+        recorder.calls = []
+        out, sums = fec.run([x, b])
+        assert recorder.calls == first, call
+        assert (out.shape, out.strides, sums.shape, sums.strides) == ((33, 70), (4, 33 * 4), (33,), (4,)), call
+    assert fec._hits.last is entry.fast and ".transpose((1, 0))" in entry.fast.source
+    moved = device_array(0x5000_0000, (70, 33)).T, device_array(0x6000_0000, (70,))
+    recorder.calls = []
+    fec.run(list(moved))
+    swap = {0x1000_0000: 0x5000_0000, 0x2000_0000: 0x6000_0000}
+    assert recorder.calls == [(h, g, bl, s, st, [swap.get(v, v) for v in slots]) for h, g, bl, s, st, slots in first]
+    assert fec.stats.hits == 4  # the views' one hit, then this signature's three
 
 
 def test_a_column_major_entry_that_cannot_replay_runs_the_general_path_on_its_views(stubbed_hits, monkeypatch):
@@ -804,7 +841,7 @@ def test_a_column_major_entry_that_cannot_replay_runs_the_general_path_on_its_vi
     recorder.calls = []
     results = fec.run([x, y, 2.5, 3], [out])
     entry = fec._hits.entry([x, y, 2.5, 3], [out])
-    assert entry.order == (1, 0) and entry.not_replayed == "a test's"
+    assert entry.views.outputs == ((1, 0),) and entry.not_replayed == "a test's"
     assert results[0] is out and recorder.calls == first
 
 
@@ -818,5 +855,5 @@ def test_a_column_major_hit_makes_its_new_outputs_in_the_inputs_order(stubbed_hi
         (out,) = fec.run([x, y])
         assert out.ptr == 0xA000_0000 and out.shape == (33, 70) and out.strides == (4, 33 * 4), call
     entry = fec._hits.entry([x, y], None)
-    assert entry.order == (1, 0) and fec._hits.last is entry.fast and ".transpose((1, 0))" in entry.fast.source
+    assert entry.views.outputs == ((1, 0),) and fec._hits.last is entry.fast and ".transpose((1, 0))" in entry.fast.source
     assert fec.memory.allocations == 3 * entry.replay.trace.allocations  # the plan's buffers per call, on either entry

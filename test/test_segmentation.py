@@ -183,6 +183,26 @@ def test_reductions_broadcast_back_as_nvfuser_writes_them_are_the_keepdim_reduct
     np.testing.assert_array_equal(top, x.max(1))
 
 
+def test_a_reduction_of_leading_dims_broadcast_by_right_alignment_is_the_keepdim_reduction(device):
+    """``x - sum(x, [0])`` broadcasts the sums as NumPy does (a leading dim
+    of size 1): the same records as ``keepdim=True`` gives, as for the
+    explicit broadcast_in_dim above."""
+    forms = {}
+    for kept in (False, True):
+        with FusionDefinition(name="centred") as fd:
+            x = fd.define_tensor(shape=[-1, -1, -1], dtype=DataType.Float)
+            e = fd.ops.exp(x - fd.ops.max(x, [0, 1], keepdim=kept))
+            fd.add_output(e / fd.ops.sum(e, [0, 1], keepdim=kept))
+        forms[kept] = fd
+    ir = forms[False].fusion_ir()
+    assert "broadcast_in_dim" not in ir and ir.count("keepdim = true") == 2
+    assert ir == forms[True].fusion_ir()
+    x = rand(6, 7, 30)
+    (out,) = forms[False].execute([to_device(x, device)])
+    e = np.exp(x.astype(np.float64) - x.max(axis=(0, 1), keepdims=True))
+    np.testing.assert_allclose(to_host(out), e / e.sum(axis=(0, 1), keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 def test_broadcasts_that_are_not_a_reductions_own_dims_stay_broadcasts():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)

@@ -167,10 +167,16 @@ class Ops:
     # -- broadcasting -----------------------------------------------------------
 
     def _expand_rank(self, t: Tensor, rank: int, loc: Loc) -> Tensor:
-        """``t`` with leading broadcast dims up to ``rank`` (NumPy's right alignment)."""
+        """``t`` with leading broadcast dims up to ``rank`` (NumPy's right
+        alignment): the keepdim form of a reduction of those dims where ``t``
+        is one (``x - sum(x, [0])`` as ``x - sum(x, [0], keepdim=True)``, see
+        _keepdim_form), else a broadcast_in_dim."""
         if t.ndim == rank:
             return t
         new = rank - t.ndim
+        kept = self._keepdim_form(t, tuple(range(new)))
+        if kept is not None:
+            return kept
         return self._fd._record_tensor(
             "broadcast_in_dim",
             [t],

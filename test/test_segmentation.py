@@ -121,6 +121,35 @@ def test_an_output_consumed_by_a_later_segment_is_also_the_intermediate(device):
     np.testing.assert_allclose(d, x64 - x64.sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.Half], ids=str)
+@pytest.mark.parametrize("in_place", [False, True], ids=["new output", "in place"])
+def test_a_softmax_over_columns_computes_exp_again_instead_of_storing_it(device, dtype, in_place):
+    """The sum of exp(x - max) and the division by it are two segments (outer
+    reductions); the second computes exp again from x and the max, so the
+    only intermediates are the column maxima and sums (fuser-segment's rule
+    6); not where x is updated in place, which the second segment writes."""
+    with FusionDefinition(name="column_softmax") as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], dtype=dtype)
+        e = fd.ops.exp(x - fd.ops.max(x, dims=[0, 1], keepdim=True))
+        y = e / fd.ops.sum(e, dims=[0, 1], keepdim=True)
+        fd.add_output(y, alias_input=x) if in_place else fd.add_output(y)
+    values = rand(9, 31, 40).astype(dtype.numpy)
+    x64 = values.astype(np.float64)
+    e64 = np.exp(x64 - x64.max(axis=(0, 1), keepdims=True))
+    expected = e64 / e64.sum(axis=(0, 1), keepdims=True)
+    arg = to_device(values, device)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([arg])
+    full = [b for b in compiled.plan.buffers if b.kind == "intermediate" and b.shape_for([values.shape]) == values.shape]
+    assert compiled.num_segments == 3 and len(full) == (1 if in_place else 0)
+    outputs = None if in_place else [to_device(np.full(values.shape, np.nan, values.dtype), device)]
+    results = fd.execute([arg], outputs=outputs)
+    got = to_host(arg) if in_place else to_host(results[0])
+    tolerance = 1e-5 if dtype == DataType.Float else 2e-3
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tolerance, atol=tolerance)
+    if not in_place:
+        np.testing.assert_array_equal(to_host(arg), values)
+
+
 @pytest.mark.parametrize("keepdim", [True, False])
 def test_a_layer_norm_written_with_var_mean_is_one_segment(device, keepdim):
     """var_mean broadcast its keepdim=False mean back with broadcast_in_dim,

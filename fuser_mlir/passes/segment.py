@@ -4,7 +4,9 @@ Preconditions: the module passes ``fuser-verify``. Runs on every public
 ``func.func`` with ``fuser.num_inputs`` (segment functions are private).
 
 Effect: every fuser op that computes a tensor gets ``fuser.segment = K : i64``;
-nothing else changes. *Host ops* get no attribute: ``fuser.empty`` and every
+nothing else changes, but for the pointwise ops that rule 6 computes again
+in a later segment (each a clone of its op, placed before its first user
+there). *Host ops* get no attribute: ``fuser.empty`` and every
 op whose results are all scalars (``fuser.size``, ``fuser.constant``, scalar
 arithmetic). ``fuser-outline-segments`` leaves them in the host function and
 recomputes them inside the segments that use them. A ``fuser.store`` gets
@@ -42,6 +44,16 @@ segment or computed inside the segment from such a result):
 5. Layout ops (broadcast_in_dim, permute, reshape) on values that are not
    post stay in the segment of their operands: both the CPU lowering
    (linalg on tensors) and the schedulers take them.
+
+6. *Recomputation*: a full-size value computed by pointwise ops, casts and
+   broadcasts that later segments read, and that its own segment reads too
+   (so it cannot move there), is computed again in each later segment from
+   what its ops read (function arguments not written in place, host
+   values, values of earlier segments), where that reads fewer bytes than
+   writing the value and reading it back: a softmax over outer dims
+   (``e = exp(x - max(x, [0]))`` summed in one segment and divided in the
+   next) reads ``x`` twice and writes nothing but its output, where it wrote
+   ``e`` and read it back.
 
 Not modelled yet: ops a target scheduler cannot take. Such constraints belong in ``_Assigner.can_join``,
 and must stay target-independent unless a scheduler difference requires
@@ -91,6 +103,8 @@ from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 _POST_CONSUMERS = frozenset(O.POINTWISE | {"cast", "set", "segment_set"})
 #: Ops that never move to a later segment after placement.
 _PINNED = frozenset(O.REDUCTIONS | O.DESTINATION_WRITES | {"segment_set"})
+#: Ops a later segment may compute again from what they read (rule 6).
+_RECOMPUTABLE = frozenset(O.POINTWISE | {"cast", "broadcast_in_dim"})
 
 
 @dataclass
@@ -259,6 +273,88 @@ class _Assigner:
             for member in members or ():
                 self.seg[member] = target
 
+    # -- computing values again in later segments (rule 6) ----------------------
+
+    def recompute(self) -> None:
+        """Rule 6: clone the pointwise producers of values that later
+        segments read into those segments, where that moves fewer bytes."""
+        written = _written_arguments(self.ops)
+        for op in list(self.ops):
+            if op not in self.seg or O.short_name(op.name) not in _RECOMPUTABLE or not self.movable(op) or len(op.results) != 1:
+                continue
+            value, home = op.results[0], self.seg[op]
+            later: dict[int, list] = {}  # segment -> (user, operand index) of each later use
+            stays = False  # a use that keeps the value written: a store, an op outside the segments
+            for use in value.uses:
+                user = use.owner.operation
+                if user not in self.seg or O.short_name(user.name) == "store":
+                    stays = True
+                elif self.seg[user] > home:
+                    later.setdefault(self.seg[user], []).append((user, use.operand_number))
+            if not later:
+                continue
+            members = self.recomputable_slice(op, home, written)
+            if members is None:
+                continue
+            leaves = {v for m in members for v in m.operands if v.owner not in members}
+            if not self.recompute_pays(value, leaves, later, stays, set(members)):
+                continue
+            for k, uses in later.items():
+                self.clone_into(k, [m for m in self.ops if m in members], uses)
+
+    def recomputable_slice(self, op: ir.Operation, home: int, written: set) -> set | None:
+        """``op`` and its producers in segment ``home`` through recomputable
+        ops; None where one reads a value that only that segment has (a
+        reduction's, a post value) or a function argument written in place."""
+        members, stack = set(), [op]
+        while stack:
+            current = stack.pop()
+            if current in members:
+                continue
+            members.add(current)
+            for value in current.operands:
+                p = self.producer(value)
+                if p is None:
+                    if not isinstance(value.owner, ir.Block) or ir.BlockArgument(value).arg_number not in written:
+                        continue  # a host value or an argument read as it is
+                    return None
+                if self.seg[p] != home:
+                    continue  # written by an earlier segment anyway
+                if O.short_name(p.name) not in _RECOMPUTABLE or not self.movable(p) or len(p.results) != 1:
+                    return None
+                stack.append(p)
+        return members
+
+    def recompute_pays(self, value: ir.Value, leaves: set, later: dict, stays: bool, members: set) -> bool:
+        """Whether the later segments read fewer bytes computing ``value``
+        from ``leaves`` than ``value``'s own write and reads: per segment,
+        the full-size leaves it does not read yet against one read of the
+        value, and the write once nothing else needs it."""
+        cost = 0
+        for k in later:
+            read = {v for v in leaves if any(use.owner.operation in self.seg and self.seg[use.owner.operation] == k for use in v.uses)}
+            cost += sum(_bits(v) for v in leaves - read if not _smaller(v, value))
+        saving = _bits(value) * len(later) + (0 if stays else _bits(value))
+        return cost < saving
+
+    def clone_into(self, k: int, members: list, uses: list) -> None:
+        """Clones of ``members`` (program order) in segment ``k``, before its
+        first user of their value, which ``uses`` then read."""
+        first = min((user for user, _ in uses), key=self.ops.index)
+        copies: dict = {}
+        at = self.ops.index(first)
+        for member in members:
+            clone = member.clone(ip=ir.InsertionPoint(first))
+            for i, operand in enumerate(member.operands):
+                if operand in copies:
+                    clone.operands[i] = copies[operand]
+            copies[member.results[0]] = clone.results[0]
+            self.seg[clone] = k
+            self.ops.insert(at, clone)
+            at += 1
+        for user, index in uses:
+            user.operands[index] = copies[members[-1].results[0]]
+
     def stored_with(self, value: ir.Value) -> ir.Operation | None:
         """The op whose segment a store of ``value`` joins: the producer,
         unless it is a segment_set (rule 1 cuts before every consumer)."""
@@ -281,6 +377,32 @@ class _Assigner:
         used = sorted(set(self.seg.values()))
         renumber = {k: i for i, k in enumerate(used)}
         return {op: renumber[k] for op, k in self.seg.items()}
+
+
+def _written_arguments(ops: list[ir.Operation]) -> set[int]:
+    """The function arguments a store or copy writes (in place)."""
+    written = set()
+    for op in ops:
+        if O.short_name(op.name) in O.DESTINATION_WRITES:
+            for value in list(op.operands)[1:]:
+                if isinstance(value.owner, ir.Block):
+                    written.add(ir.BlockArgument(value).arg_number)
+    return written
+
+
+def _bits(value: ir.Value) -> int:
+    """The bits of one element of a tensor value."""
+    element = T.element_type(value.type)
+    return ir.FloatType(element).width if isinstance(element, ir.FloatType) else ir.IntegerType(element).width
+
+
+def _smaller(leaf: ir.Value, value: ir.Value) -> bool:
+    """Whether ``leaf`` has fewer elements than ``value`` by its type: a
+    scalar, a lower rank, or a dim of one where ``value``'s is not."""
+    if not T.is_tensor(leaf.type):
+        return True
+    small, full = T.shape(leaf.type), T.shape(value.type)
+    return len(small) < len(full) or any(a == 1 and b != 1 for a, b in zip(small, full))
 
 
 def segment_ops(func: ir.Operation) -> list[ir.Operation]:
@@ -310,6 +432,7 @@ def assign_segments(func: ir.Operation) -> dict[ir.Operation, int]:
     for op in assigner.ops:
         assigner.place(op)
     assigner.sink()
+    assigner.recompute()
     assigner.follow_values()
     return assigner.dense_ids()
 

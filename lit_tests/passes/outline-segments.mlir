@@ -64,17 +64,17 @@ func.func @segment_set(%x: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num
 
 // -----
 
-// Softmax: three segments, two intermediates (max, and exp with its sum).
+// Softmax: three segments, two intermediates (max, and the sum of exp).
+// The last segment computes exp again from x and the max (fuser-segment's
+// rule 6): no full-size intermediate is written and read back.
 // CHECK-LABEL: func.func @softmax(
 // CHECK-SAME:    %[[X:.*]]: tensor<?x?xf32>, %[[OUT:.*]]: tensor<?x?xf32>)
 // CHECK-NEXT:    %[[N0:.*]] = "fuser.size"(%[[X]]) {dim = 0 : i64}
 // CHECK-NEXT:    %[[MAX:.*]] = "fuser.empty"(%[[N0]]) : (i64) -> tensor<?xf32>
-// CHECK-NEXT:    %[[N1:.*]] = "fuser.size"(%[[X]]) {dim = 1 : i64}
-// CHECK-NEXT:    %[[EXP:.*]] = "fuser.empty"(%[[N0]], %[[N1]]) : (i64, i64) -> tensor<?x?xf32>
 // CHECK-NEXT:    %[[SUM:.*]] = "fuser.empty"(%[[N0]]) : (i64) -> tensor<?xf32>
 // CHECK-NEXT:    %[[M:.*]] = call @softmax_seg0(%[[X]], %[[MAX]]) : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?xf32>
-// CHECK-NEXT:    %[[ES:.*]]:2 = call @softmax_seg1(%[[X]], %[[M]], %[[EXP]], %[[SUM]])
-// CHECK-NEXT:    %[[Y:.*]] = call @softmax_seg2(%[[ES]]#1, %[[ES]]#0, %[[OUT]])
+// CHECK-NEXT:    %[[S:.*]] = call @softmax_seg1(%[[X]], %[[M]], %[[SUM]])
+// CHECK-NEXT:    %[[Y:.*]] = call @softmax_seg2(%[[X]], %[[S]], %[[M]], %[[OUT]])
 // CHECK-NEXT:    return %[[Y]]
 // CHECK-LABEL: func.func private @softmax_seg0(
 // CHECK:         "fuser.max"
@@ -83,9 +83,12 @@ func.func @segment_set(%x: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num
 // CHECK:         "fuser.sub"
 // CHECK:         "fuser.exp"
 // CHECK:         "fuser.sum"
-// CHECK:         return %{{.*}}, %{{.*}} : tensor<?x?xf32>, tensor<?xf32>
+// CHECK:         return %{{.*}} : tensor<?xf32>
 // CHECK-LABEL: func.func private @softmax_seg2(
-// CHECK:         "fuser.div"
+// CHECK-SAME:    attributes {fuser.num_inputs = 3 : i64}
+// CHECK:         "fuser.sub"
+// CHECK-NEXT:    "fuser.exp"
+// CHECK-NEXT:    "fuser.div"
 func.func @softmax(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
   %m = "fuser.max"(%x) {dims = array<i64: 1>, keepdim = false} : (tensor<?x?xf32>) -> tensor<?xf32>
   %mb = "fuser.broadcast_in_dim"(%m) {broadcast_dims = array<i64: 0>} : (tensor<?xf32>) -> tensor<?x1xf32>

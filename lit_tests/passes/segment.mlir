@@ -78,6 +78,9 @@ func.func @segment_set_of_input(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tenso
 // Softmax written with keepdim = false: the broadcast_in_dim of max(x) is a
 // layout op on a reduced value and cuts, and so does the one of the sum,
 // rows or not: three segments [max | broadcast sub exp sum | broadcast div].
+// exp is read by the sum and by the last segment's div, so that segment
+// computes it again from x and the max (rule 6): clones of the broadcast, the
+// sub and the exp, placed before the div.
 // CHECK-LABEL: func.func @softmax(
 // CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 0 : i64, keepdim = false}
 // CHECK-NEXT:    "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0>, fuser.segment = 1 : i64}
@@ -85,6 +88,9 @@ func.func @segment_set_of_input(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tenso
 // CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 1 : i64}
 // CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 1>, fuser.segment = 1 : i64, keepdim = false}
 // CHECK-NEXT:    "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0>, fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.broadcast_in_dim"(%{{.*}}) {broadcast_dims = array<i64: 0>, fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 2 : i64}
 // CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 2 : i64}
 // CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 2 : i64}
 func.func @softmax(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
@@ -126,12 +132,15 @@ func.func @softmax_rows(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x
 
 // Softmax over the columns (dim 0, not a suffix): rule 2b does not apply, so
 // each pointwise op that reads max or sum at x's iteration space cuts:
-// [max | sub exp sum | div].
+// [max | sub exp sum | sub exp div], the last segment computing exp again
+// (rule 6) rather than reading it back.
 // CHECK-LABEL: func.func @softmax_columns(
 // CHECK:         "fuser.max"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
 // CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
 // CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 1 : i64}
 // CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 1 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sub"(%[[X:.*]], %[[M:.*]]) {fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.exp"(%{{.*}}) {fuser.segment = 2 : i64}
 // CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 2 : i64}
 // CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 2 : i64}
 func.func @softmax_columns(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
@@ -407,4 +416,57 @@ func.func @copy_step(%x: tensor<?xf32>, %out: tensor<?xf32>) -> tensor<?xf32> at
 func.func @foreign_op(%x: f32) -> f32 attributes {fuser.num_inputs = 1 : i64} {
   %0 = arith.addf %x, %x : f32
   return %0 : f32
+}
+
+// -----
+
+// Rule 6 does not compute a value again from an argument written in place
+// (here x, updated with the result): the last segment reads exp back.
+// CHECK-LABEL: func.func @softmax_columns_in_place(
+// CHECK:         "fuser.exp"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 1 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 2 : i64}
+func.func @softmax_columns_in_place(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %m = "fuser.max"(%x) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %d = "fuser.sub"(%x, %m) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %e = "fuser.exp"(%d) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%e) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %y = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %x) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Nor where that reads more: x * y, summed over the columns and divided by
+// those sums in the next segment, would read two arguments instead of one
+// intermediate (8 bytes an element against its write and read, 8 too).
+// CHECK-LABEL: func.func @product_columns(
+// CHECK:         "fuser.mul"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.store"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @product_columns(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 2 : i64} {
+  %p = "fuser.mul"(%x, %y) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%p) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %q = "fuser.div"(%p, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%q, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// A bfloat16 value computed from a float32 argument is not computed again
+// either: 4 bytes an element read against 2 written and 2 read back.
+// CHECK-LABEL: func.func @narrowed_columns(
+// CHECK:         "fuser.cast"(%{{.*}}) {fuser.segment = 0 : i64}
+// CHECK-NEXT:    "fuser.max"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.sub"(%{{.*}}) {fuser.segment = 1 : i64}
+func.func @narrowed_columns(%x: tensor<?x?xf32>, %out: tensor<?x?xbf16>) -> tensor<?x?xbf16> attributes {fuser.num_inputs = 1 : i64} {
+  %h = "fuser.cast"(%x) : (tensor<?x?xf32>) -> tensor<?x?xbf16>
+  %m = "fuser.max"(%h) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xbf16>) -> tensor<1x?xbf16>
+  %q = "fuser.sub"(%h, %m) : (tensor<?x?xbf16>, tensor<1x?xbf16>) -> tensor<?x?xbf16>
+  %r = "fuser.store"(%q, %out) : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %r : tensor<?x?xbf16>
 }

@@ -38,11 +38,12 @@ def exp_and_its_column_sums(fd, x, w):
 
 CASES = (column_softmax, exp_and_its_column_sums)
 
-#: The cases whose sum reads the stored exp values. A half column softmax's
-#: middle segment sums before it stores (the reread takes a store that
-#: comes first), and a bfloat16 store yields the bits of the rounded value
-#: (``arith.bitcast``) where the sum widens them: both compute exp twice.
-SHARED = {(column_softmax, "float32"), (exp_and_its_column_sums, "float32"), (exp_and_its_column_sums, "float16")}
+#: The cases whose sum reads the stored exp values. A column softmax's
+#: middle segment stores no exp values: the last segment computes them again
+#: (fuser-segment's rule 6), so its exp is computed twice with or without the
+#: pass; and a bfloat16 store yields the bits of the rounded value
+#: (``arith.bitcast``) where the sum widens them.
+SHARED = {(exp_and_its_column_sums, "float32"), (exp_and_its_column_sums, "float16")}
 
 
 def expf_calls(fd, inputs) -> int:

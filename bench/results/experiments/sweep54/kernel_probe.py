@@ -6,7 +6,7 @@ max alone show what each outer reduction costs against a read of the tensor.
     python3 bench/results/experiments/sweep54/kernel_probe.py
 
 Per case: each kernel's name and its mean device time over 20 calls (torch.profiler, CUPTI), then the whole call's
-device time (bench/run.py's median_ms). Each result is checked against a float64 torch reference first.
+device time (bench/run.py's median_ms), and torch eager's on the same tensors. Each result is checked against a float64 torch reference first.
 """
 
 import sys
@@ -50,6 +50,7 @@ for name, (build, reference) in CASES.items():
         (out,) = fec.run([tensor, w])
         torch.testing.assert_close(out.double(), reference(tensor.double(), w.double()), rtol=1e-4, atol=1e-4)
         total = median_ms(lambda: fec.run([tensor, w]), 20, 3, None) * 1e3
+        eager = median_ms(lambda: reference(tensor, w), 20, 3, None) * 1e3
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(20):
@@ -57,4 +58,4 @@ for name, (build, reference) in CASES.items():
             torch.cuda.synchronize()
         kernels = [(e.key, e.device_time_total / e.count) for e in prof.key_averages() if e.device_time_total > 0]
         parts = ", ".join(f"{k[:40]} {t:.1f}" for k, t in kernels)
-        print(f"{name:<13} {label:<13} {total:7.1f} us | {parts}", flush=True)
+        print(f"{name:<13} {label:<13} {total:7.1f} us (eager {eager:7.1f}) | {parts}", flush=True)

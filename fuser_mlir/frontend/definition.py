@@ -612,9 +612,15 @@ class FusionDefinition:
         return executor.run(inputs, outputs, cuda_graph=cuda_graph)
 
     def compile(self, inputs: Sequence[object], outputs=None, device: str | None = None):
-        """The CompiledFusion these arguments run with (compiled on first use);
-        inspect it with ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``.
-        ``device`` defaults to where the inputs live."""
+        """The CompiledFusion of these arguments as they are laid out
+        (compiled on first use; its ``run`` takes them); inspect it with
+        ``.ir(stage)``, ``.plan``, ``.segments``, ``.to_dot()``. ``device``
+        defaults to where the inputs live. Column-major arguments that
+        ``fd.execute`` runs on row-major views (FusionExecutorCache.run) get
+        the strided kernels here, not those views': for an elementwise
+        fusion ``fd.compile`` of the views (``[x.T, y.T]``) shows what runs,
+        for any other the compile of the definition written again in their
+        order (``fuser_mlir.frontend.relayout.relayout(fd, order).fusion``)."""
         self.check_finished("fd.compile")
         compiled, _, _ = self._executor_cache(device).compiled_for(inputs, outputs)
         return compiled

@@ -150,6 +150,25 @@ def test_a_softmax_over_columns_computes_exp_again_instead_of_storing_it(device,
         np.testing.assert_array_equal(to_host(arg), values)
 
 
+def test_a_value_two_later_segments_read_is_computed_in_each(device):
+    """exp(x), read by the second and third segments and not by the first:
+    each computes it again and no segment writes it (rule 6)."""
+    with FusionDefinition(name="exp_read_twice_later") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        e = fd.ops.exp(x)
+        q = e / fd.ops.sum(x, dims=[0], keepdim=True)
+        fd.add_output(e * fd.ops.sum(q, dims=[0], keepdim=True))
+    values = rand(17, 23)
+    compiled, _, _ = FusionExecutorCache(fd).compiled_for([to_device(values, device)])
+    assert [s.ops.count("fuser.exp") for s in compiled.segments] == [0, 1, 1]
+    assert all(b.shape_for([values.shape]) != values.shape for b in compiled.plan.buffers if b.kind == "intermediate")
+    x64 = values.astype(np.float64)
+    e64 = np.exp(x64)
+    expected = e64 * (e64 / x64.sum(axis=0, keepdims=True)).sum(axis=0, keepdims=True)
+    (out,) = fd.execute([to_device(values, device)])
+    np.testing.assert_allclose(to_host(out), expected, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("keepdim", [True, False])
 def test_a_layer_norm_written_with_var_mean_is_one_segment(device, keepdim):
     """var_mean broadcast its keepdim=False mean back with broadcast_in_dim,

@@ -46,14 +46,14 @@ segment or computed inside the segment from such a result):
    (linalg on tensors) and the schedulers take them.
 
 6. *Recomputation*: a full-size value computed by pointwise ops, casts and
-   broadcasts that later segments read, and that its own segment reads too
-   (so it cannot move there), is computed again in each later segment from
-   what its ops read (function arguments not written in place, host
+   broadcasts that later segments read (several, or one besides its own
+   segment, so that it did not move there) is computed again in each later
+   segment from what its ops read (function arguments not written in place, host
    values, values of earlier segments), where that reads fewer bytes than
    writing the value and reading it back: a softmax over outer dims
    (``e = exp(x - max(x, [0]))`` summed in one segment and divided in the
    next) reads ``x`` twice and writes nothing but its output, where it wrote
-   ``e`` and read it back.
+   ``e`` and read it back. Ops that nothing reads any more are erased.
 
 Not modelled yet: ops a target scheduler cannot take. Such constraints belong in ``_Assigner.can_join``,
 and must stay target-independent unless a scheduler difference requires
@@ -299,8 +299,10 @@ class _Assigner:
             leaves = {v for m in members for v in m.operands if v.owner not in members}
             if not self.recompute_pays(value, leaves, later, stays, set(members)):
                 continue
+            ordered = [m for m in self.ops if m in members]
             for k, uses in later.items():
-                self.clone_into(k, [m for m in self.ops if m in members], uses)
+                self.clone_into(k, ordered, uses)
+            self.erase_unused(ordered)
 
     def recomputable_slice(self, op: ir.Operation, home: int, written: set) -> set | None:
         """``op`` and its producers in segment ``home`` through recomputable
@@ -354,6 +356,16 @@ class _Assigner:
             at += 1
         for user, index in uses:
             user.operands[index] = copies[members[-1].results[0]]
+
+    def erase_unused(self, members: list) -> None:
+        """Erase those of ``members`` (program order) that nothing reads any
+        more: a value whose own segment did not read it lives on in its
+        clones alone."""
+        for member in reversed(members):
+            if all(not list(result.uses) for result in member.results):
+                del self.seg[member]
+                self.ops.remove(member)
+                member.erase()
 
     def stored_with(self, value: ir.Value) -> ir.Operation | None:
         """The op whose segment a store of ``value`` joins: the producer,

@@ -470,3 +470,26 @@ func.func @narrowed_columns(%x: tensor<?x?xf32>, %out: tensor<?x?xbf16>) -> tens
   %r = "fuser.store"(%q, %out) : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %r : tensor<?x?xbf16>
 }
+
+// -----
+
+// exp(x), read by two later segments and not by its own: each computes it
+// again (8 bytes an element read, against 4 written and 8 read back), and
+// the first segment keeps only the column sums.
+// CHECK-LABEL: func.func @exp_read_twice_later(
+// CHECK:         "fuser.sum"(%[[X:.*]]) {dims = array<i64: 0>, fuser.segment = 0 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.exp"(%[[X]]) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.div"(%{{.*}}) {fuser.segment = 1 : i64}
+// CHECK-NEXT:    "fuser.sum"(%{{.*}}) {dims = array<i64: 0>, fuser.segment = 1 : i64, keepdim = true}
+// CHECK-NEXT:    "fuser.exp"(%[[X]]) {fuser.segment = 2 : i64}
+// CHECK-NEXT:    "fuser.mul"(%{{.*}}) {fuser.segment = 2 : i64}
+// CHECK-NOT:     "fuser.exp"
+func.func @exp_read_twice_later(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.num_inputs = 1 : i64} {
+  %e = "fuser.exp"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "fuser.sum"(%x) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %q = "fuser.div"(%e, %s) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %t = "fuser.sum"(%q) {dims = array<i64: 0>, keepdim = true} : (tensor<?x?xf32>) -> tensor<1x?xf32>
+  %y = "fuser.mul"(%e, %t) : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = "fuser.store"(%y, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}

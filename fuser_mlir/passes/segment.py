@@ -296,8 +296,8 @@ class _Assigner:
             members = self.recomputable_slice(op, home, written)
             if members is None:
                 continue
-            leaves = {v for m in members for v in m.operands if v.owner not in members}
-            if not self.recompute_pays(value, leaves, later, stays, set(members)):
+            leaves = {v for m in members for v in m.operands if defining_op(v) not in members}
+            if not self.recompute_pays(value, leaves, later, stays):
                 continue
             ordered = [m for m in self.ops if m in members]
             for k, uses in later.items():
@@ -327,7 +327,7 @@ class _Assigner:
                 stack.append(p)
         return members
 
-    def recompute_pays(self, value: ir.Value, leaves: set, later: dict, stays: bool, members: set) -> bool:
+    def recompute_pays(self, value: ir.Value, leaves: set, later: dict, stays: bool) -> bool:
         """Whether the later segments read fewer bytes computing ``value``
         from ``leaves`` than ``value``'s own write and reads: per segment,
         the full-size leaves it does not read yet against one read of the

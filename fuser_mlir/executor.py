@@ -331,8 +331,7 @@ def row_major_views(tensor_inputs: Sequence[int], inputs, outputs) -> tuple[list
         if (type(array) is np.ndarray) is not host or _stride_order(array) != order or tuple(array.shape) != tuple(first.shape):
             return None
     order = tuple(d for d, size in enumerate(first.shape) if size == 1) + order
-    views = [_permuted(a, order) if i in tensor_inputs else a for i, a in enumerate(inputs)]
-    return views, None if outputs is None else [None if o is None else _permuted(o, order) for o in outputs], order
+    return *Views.uniform(order, tensor_inputs, len(inputs), len(outputs or ())).arguments(inputs, outputs), order
 
 
 def relayout_order(fusion, rank: int, inputs, outputs) -> tuple[int, ...] | None:
@@ -400,6 +399,12 @@ class Views:
         views = [a if p is None else _permuted(a, p) for a, p in zip(inputs, self.inputs)]
         return views, {k: _permuted(buf, self.outputs[k]) for k, buf in given.items()}
 
+    def arguments(self, inputs, outputs) -> tuple[list, list | None]:
+        """A call's ``inputs`` and ``outputs`` (None, or a buffer or None per
+        visible output) as the views."""
+        views, given = self.of(inputs, {k: o for k, o in enumerate(outputs or ()) if o is not None})
+        return views, None if outputs is None else [given.get(k) for k in range(len(outputs))]
+
     @property
     def back(self) -> tuple:
         """Per visible output, the order in which the caller sees the dims of a
@@ -429,21 +434,6 @@ def _caller_results(results: list, views: list, inputs, outputs, back) -> list:
         else:
             mapped.append(result if back[k] is None else _permuted(result, back[k]))
     return mapped
-
-
-def _layout_key(values) -> tuple:
-    """What relayout_order reads of ``values``: each array's type, shape and
-    strides (and a torch tensor's device kind), each other value's type."""
-    key = []
-    for v in values:
-        kind = type(v)
-        if kind is np.ndarray or kind is DeviceArray:
-            key.append((kind, v.shape, v.strides))
-        elif _is_torch(v):
-            key.append((kind, tuple(v.shape), v.stride(), getattr(v, "is_cuda", False)))
-        else:
-            key.append(kind)
-    return tuple(key)
 
 
 def _is_array(value) -> bool:
@@ -502,7 +492,6 @@ class FusionExecutorCache:
         #: definition written again per order of the dims, with its executor (see _run_relaid)
         self._relayout_rank = None if self._permutable is None and elementwise else 0
         self._relaid: dict[tuple, tuple | None] = {}
-        self._relaid_calls: dict[tuple, tuple | None] = {}  # the layouts of calls seen -> their relayout (or None)
 
     @classmethod
     def for_loaded(cls, loaded) -> "FusionExecutorCache":
@@ -657,47 +646,16 @@ class FusionExecutorCache:
 
     def _run_permuted(self, inputs, outputs, views, view_outputs, order: tuple, cuda_graph: bool) -> list:
         """Run a call of column-major arguments on their row-major views (see
-        row_major_views) and return its results in the caller's dims (see
-        _remember_views)."""
-        try:
-            results = self.run(views, view_outputs, cuda_graph=cuda_graph)
-        except InputError as error:
-            raise self._callers_error(inputs, outputs, error) from None
-        layout = Views.uniform(order, self._permutable, len(inputs), len(results))
-        self._remember_views(self._hits, inputs, outputs, views, view_outputs, layout)
-        return _caller_results(results, views, inputs, outputs, layout.back)
-
-    def _remember_views(self, hits: HitCache, inputs, outputs, views, view_outputs, layout: Views) -> None:
-        """After a call ran on ``views`` of its arguments (through ``hits``, the
-        table of the executor that ran them), remember the call's own
-        signature with the views' compiled fusion and ``layout``: its next
-        calls hit (the full validation of the views is that of the
-        arguments: the same elements, bytes and pointers), and their runner,
-        made on the views, reads the caller's pointers directly
-        (HitEntry.views)."""
-        inner = hits.entry(views, view_outputs)
-        if inner is not None:
-            separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
-            self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, views=layout)
+        row_major_views; _run_on_views)."""
+        layout = Views.uniform(order, self._permutable, len(inputs), len(visible_outputs(self.fusion)))
+        return self._run_on_views(self, layout, inputs, outputs, views, view_outputs, cuda_graph)
 
     def _relaid_for(self, inputs, outputs):
         """``(Relayout, its executor)`` for a call of column-major arguments of
-        a fusion of pointwise ops, broadcasts and reductions (see relayout_order), made at
-        the first call of its order; else None. Decided once per layout of
-        the arguments (shapes and strides: all the decision reads), so that
-        later calls skip the shape checks."""
-        if type(inputs) is not list and type(inputs) is not tuple or outputs is not None and type(outputs) is not list and type(outputs) is not tuple:
-            return None
-        key = (_layout_key(inputs), None if outputs is None else _layout_key(outputs))
-        if key in self._relaid_calls:
-            return self._relaid_calls[key]
-        if len(self._relaid_calls) >= 256:
-            self._relaid_calls.clear()
-        relaid = self._relaid_calls[key] = self._decide_relayout(inputs, outputs)
-        return relaid
-
-    def _decide_relayout(self, inputs, outputs):
-        """What _relaid_for answers for a layout it has not seen."""
+        a fusion of pointwise ops, broadcasts and reductions (see
+        relayout_order), made at the first call of its order; else None.
+        Asked at a signature's first call: its later calls hit the entry
+        _run_on_views remembers."""
         from fuser_mlir.frontend.relayout import iteration_dims, relayout
 
         if self._relayout_rank is None:
@@ -720,18 +678,28 @@ class FusionExecutorCache:
 
     def _run_relaid(self, layout, executor, inputs, outputs, cuda_graph: bool) -> list:
         """Run a call on row-major views of its arguments through the
-        definition written again in their order (see relayout_order), and
-        return its results as the caller sees them (see _caller_results): new
-        outputs laid out as the inputs."""
-        remembered = Views(layout.inputs, layout.outputs)
-        views, _ = remembered.of(inputs, {})
-        view_outputs = None if outputs is None else [None if o is None else _permuted(o, perm) for o, perm in zip(outputs, remembered.outputs)]
+        definition written again in their order (see relayout_order;
+        _run_on_views): new outputs laid out as the inputs."""
+        views = Views(layout.inputs, layout.outputs)
+        return self._run_on_views(executor, views, inputs, outputs, *views.arguments(inputs, outputs), cuda_graph)
+
+    def _run_on_views(self, executor, layout: Views, inputs, outputs, views, view_outputs, cuda_graph: bool) -> list:
+        """Run a call on ``views`` of its arguments (made as ``layout`` says)
+        through ``executor`` and return its results as the caller sees them
+        (see _caller_results); then remember the call's own signature with
+        the views' compiled fusion and ``layout``: its next calls hit (the
+        full validation of the views is that of the arguments: the same
+        elements, bytes and pointers), and their runner, made on the views,
+        reads the caller's pointers directly (HitEntry.views)."""
         try:
             results = executor.run(views, view_outputs, cuda_graph=cuda_graph)
         except InputError as error:
             raise self._callers_error(inputs, outputs, error) from None
-        self._remember_views(executor._hits, inputs, outputs, views, view_outputs, remembered)
-        return _caller_results(results, views, inputs, outputs, remembered.back)
+        inner = executor._hits.entry(views, view_outputs)
+        if inner is not None:
+            separate = {index: None for index, _, is_separate in inner.outputs if is_separate}
+            self._hits.remember(inputs, outputs, inner.compiled, separate, inner.torch_outputs, views=layout)
+        return _caller_results(results, views, inputs, outputs, layout.back)
 
     def _callers_error(self, inputs, outputs, error: InputError) -> InputError:
         """The error of a call refused on the views of its arguments, named as

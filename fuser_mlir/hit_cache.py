@@ -130,7 +130,7 @@ class HitEntry:
     signature: tuple = ()
     #: column-major arguments: how they become the row-major views that
     #: ``compiled`` was compiled for (:class:`fuser_mlir.executor.Views`;
-    #: FusionExecutorCache._remember_views): a CUDA replay is traced on the
+    #: FusionExecutorCache._run_on_views): a CUDA replay is traced on the
     #: views, other runners permute per call; None for any other entry
     views: object = None
     #: CUDA: the replay with this entry's checks built in,

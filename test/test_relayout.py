@@ -67,6 +67,13 @@ def normalized():
     return fd
 
 
+def assert_normalized(normed, total, x64: np.ndarray, w: np.ndarray, label: str = "") -> None:
+    """normalized()'s two results against the float64 reference of ``x64`` and ``w``."""
+    mean, var = x64.mean(axis=2, keepdims=True), x64.var(axis=2, keepdims=True)
+    np.testing.assert_allclose(to_host(normed), (x64 - mean) / np.sqrt(var + 1e-5) * w, rtol=1e-4, atol=1e-4, err_msg=label)
+    np.testing.assert_allclose(to_host(total), x64.sum(axis=(0, 2)), rtol=1e-4, atol=1e-4, err_msg=label)
+
+
 QUALIFIES = {
     "a bias": (lambda fd: fd.add_output(fd.define_tensor([-1, -1]) * 2.0 + fd.define_tensor([-1])), {0: (0, 1), 1: (1,)}),
     "a column times a row": (lambda fd: fd.add_output(fd.define_tensor([-1, 1]) * fd.define_tensor([1, -1])), {0: (0, 1), 1: (0, 1)}),
@@ -266,9 +273,7 @@ def test_reductions_of_permuted_arguments(device, order):
         x64 = x.astype(np.float64)
         dx = fortran(x, device, order)
         normed, total = fec.run([dx, to_device(w, device)])
-        mean, var = x64.mean(axis=2, keepdims=True), x64.var(axis=2, keepdims=True)
-        np.testing.assert_allclose(to_host(normed), (x64 - mean) / np.sqrt(var + 1e-5) * w, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(to_host(total), x64.sum(axis=(0, 2)), rtol=1e-4, atol=1e-4)
+        assert_normalized(normed, total, x64, w)
         np.testing.assert_array_equal(to_host(dx), x)
         assert strides_order(normed) == order
     assert fec.stats.compilations == 1
@@ -292,9 +297,7 @@ def test_a_relaid_call_is_remembered_under_its_own_signature(device, given, monk
         dx, dw = fortran(x, device, order), to_device(w, device)
         outputs = [fortran(np.full(shape, np.nan, np.float32), device, order), None] if given else None
         normed, total = fec.run([dx, dw], outputs)
-        mean, var = x64.mean(axis=2, keepdims=True), x64.var(axis=2, keepdims=True)
-        np.testing.assert_allclose(to_host(normed), (x64 - mean) / np.sqrt(var + 1e-5) * w, rtol=1e-4, atol=1e-4, err_msg=call)
-        np.testing.assert_allclose(to_host(total), x64.sum(axis=(0, 2)), rtol=1e-4, atol=1e-4, err_msg=call)
+        assert_normalized(normed, total, x64, w, f"call {call}")
         np.testing.assert_array_equal(to_host(dx), x)
         np.testing.assert_array_equal(to_host(dw), w)
         assert strides_order(normed) == order and total.shape == (shape[1],)

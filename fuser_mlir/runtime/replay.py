@@ -435,7 +435,8 @@ def _allocation(w: _Writer, allocate, shape: tuple, dtype: str, back: tuple | No
     allocations as a direct ``torch.empty_strided`` call with the C-contiguous
     strides written out (see cuda._allocator), or where torch has it the
     allocator torch.compile's generated code calls, on the current device
-    (checked per call: ``empty_strided`` on the fusion's device otherwise);
+    (checked once per call, before the first allocation: ``empty_strided``
+    on the fusion's device otherwise);
     any other allocator called as ``allocate(shape, dtype)``. With ``back``,
     the same bytes seen with their dims in that order: ``empty_strided`` of
     the permuted shape and strides, or the allocation's ``.transpose(back)``."""
@@ -453,9 +454,11 @@ def _allocation(w: _Writer, allocate, shape: tuple, dtype: str, back: tuple | No
     slow = f"empty_strided({shape!r}, {strides!r}, dtype={kind}, device=DEVICE)"
     if fast is None:
         return slow
-    w.constant("fast_empty", fast[0])
-    w.constant("current_device", fast[1])
-    return f"(fast_empty({shape!r}, {strides!r}, {kind}) if current_device() == {where.index} else {slow})"
+    if "current_device" not in w.names:  # the first allocation of the call
+        w.constant("fast_empty", fast[0])
+        w.constant("current_device", fast[1])
+        w.line(f"here = current_device() == {where.index}")
+    return f"(fast_empty({shape!r}, {strides!r}, {kind}) if here else {slow})"
 
 
 def _write_cells(w: _Writer, trace: Trace, sources, indent: int) -> None:

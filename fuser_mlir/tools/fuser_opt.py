@@ -3,6 +3,10 @@
 Flag names follow mlir-opt: ``-p/--pass-pipeline``, ``--split-input-file``,
 ``--verify-diagnostics``, ``--mlir-print-ir-after-all``,
 ``--mlir-print-op-generic``, ``--list-passes``, ``--show-dialects``, ``-o``.
+As mlir-opt verifies what it parses, ``fuser-opt`` runs ``fuser-verify``
+on each parsed chunk before the pipeline (the fuser dialect's rules live in
+that pass, not in op verifiers); ``--mlir-very-unsafe-disable-verifier-on-parsing``
+skips it, as in mlir-opt, to feed a pass IR that breaks them.
 Exit status: 0 on success, 1 when parsing or the pipeline failed (the
 diagnostics go to stderr), 2 on usage errors (an unknown pass among them).
 ``--verify-diagnostics`` prints the diagnostics to stdout and exits 0, so lit
@@ -77,6 +81,10 @@ class FuserOptMain:
         p.add_argument("--verify-diagnostics", action="store_true", help="print diagnostics to stdout and exit 0")
         p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
         p.add_argument("--mlir-print-op-generic", action="store_true", help="print ops in generic form")
+        p.add_argument(
+            "--mlir-very-unsafe-disable-verifier-on-parsing", dest="no_verify_on_parse", action="store_true",
+            help="do not run fuser-verify on the parsed input before the pipeline",
+        )
         p.add_argument("--list-passes", action="store_true", help="list fuser-mlir's passes and pipelines")
         p.add_argument("--show-dialects", action="store_true", help="list the dialects a fuser-opt context knows")
         p.add_argument("--version", action="version", version=f"fuser-opt {__version__} (MLIR bindings {mlir_version()})")
@@ -172,6 +180,8 @@ class FuserOptMain:
                     self.failed = True
                     return None
             try:
+                if not self.args.no_verify_on_parse:
+                    run_pipeline(module, "fuser-verify", source_name=self.source_name())
                 if self.args.pass_pipeline:
                     run_pipeline(
                         module,

@@ -611,6 +611,12 @@ def prepare(plan: LaunchPlan) -> PreparedPlan:
     )
 
 
+#: The stages in the order the compiler makes them (an artifact's manifest sorts them by name).
+_STAGE_ORDER = ("fuser", "segmented", "outlined", "cpu", "gpu")
+#: The backend stages, and what a fusion is compiled for to have each.
+_BACKEND_STAGES = {"cpu": "the CPU (device='cpu', or NumPy arrays)", "gpu": "a CUDA device (device='cuda:N', or CUDA arrays)"}
+
+
 class Inspectable:
     """The inspection API a compiled fusion and a loaded artifact share;
     they have ``segments`` and ``stages`` (IR text by stage name)."""
@@ -620,10 +626,18 @@ class Inspectable:
         return len(self.segments)
 
     def ir(self, stage: str = "fuser") -> str:
-        """The IR after ``stage``."""
-        if stage not in self.stages:
-            raise KeyError(f"unknown stage '{stage}'; stages: {', '.join(self.stages)}")
-        return self.stages[stage]
+        """The IR after ``stage``: ``fuser``, ``segmented``, ``outlined``, then
+        the backend's, ``cpu`` (LLVM dialect) or ``gpu`` (the kernels' gpu
+        dialect)."""
+        if stage in self.stages:
+            return self.stages[stage]
+        stages = ", ".join(sorted(self.stages, key=lambda name: (_STAGE_ORDER + (name,)).index(name)))
+        if stage in _BACKEND_STAGES:
+            raise KeyError(
+                f"this fusion was compiled for {self.device}, so it has no '{stage}' stage, which only a fusion compiled "
+                f"for {_BACKEND_STAGES[stage]} has (its stages: {stages})"
+            )
+        raise KeyError(f"unknown stage '{stage}'; stages: {stages}")
 
     def to_dot(self) -> str:
         """The segments, buffers and read/write edges as Graphviz dot."""

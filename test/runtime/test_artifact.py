@@ -738,6 +738,25 @@ def test_a_loaded_artifact_exports_again_and_keeps_its_stages(exported, tmp_path
     assert again.to_dot().startswith('digraph "softmax"')
 
 
+def test_a_backend_stage_the_fusion_lacks_is_named_with_the_device_it_was_compiled_for(exported):
+    """Asking a CPU fusion for its GPU kernels says why there are none and how
+    to get them, for a compiled fusion and a loaded artifact alike."""
+    from fuser_mlir.compiler import compile_fusion
+
+    loaded = fuser_mlir.load(exported[1])
+    compiled = softmax_fusion().compile(softmax_args())
+    for fusion in (compiled, loaded):
+        with pytest.raises(KeyError, match=r"compiled for cpu, so it has no 'gpu' stage, which only a fusion compiled for a CUDA device "
+                                           r"\(device='cuda:N', or CUDA arrays\) has \(its stages: fuser, segmented, outlined, cpu\)"):
+            fusion.ir("gpu")
+        with pytest.raises(KeyError, match=r"unknown stage 'ptx'; stages: fuser, segmented, outlined, cpu"):
+            fusion.ir("ptx")
+    on_gpu = compile_fusion(softmax_fusion(), device="cuda:0")
+    assert "gpu.module" in on_gpu.ir("gpu")
+    with pytest.raises(KeyError, match=r"compiled for cuda:0, so it has no 'cpu' stage, which only a fusion compiled for the CPU"):
+        on_gpu.ir("cpu")
+
+
 def test_a_cuda_artifact_exports_and_inspects_anywhere_and_loads_only_with_cuda(tmp_path, capsys):
     """The GPU pipeline compiles without a GPU; such an artifact is checked and
     inspected here, and loading it names what is missing (or runs, on a GPU)."""

@@ -376,6 +376,34 @@ def test_outer_reductions_whose_last_splits_start_past_the_rows(device, rows, co
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.parametrize("rows, cols", [(3, 1024), (300, 4096), (37, 528), (5, 1021)])
+def test_outer_reductions_of_booleans_total_every_column(device, rows, cols):
+    """Booleans are one byte: the GPU's outer tiles read 16 columns a lane,
+    512 a tile, twice the block's threads, which must then each combine two
+    of the tile's columns (528 columns: a whole tile and one of 16; 1021 a
+    column a thread). The count and the mean of each column, and the count
+    of each row of the transpose laid out column-major (its row-major view's
+    columns, relaid), against exact counts, the input unchanged."""
+    with FusionDefinition() as fd:
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Bool)
+        fd.add_output(fd.ops.sum(b, dims=[0]))
+        fd.add_output(fd.ops.mean(b, dims=[0]))
+    with FusionDefinition() as by_rows:
+        b = by_rows.define_tensor(shape=[-1, -1], dtype=DataType.Bool)
+        by_rows.add_output(by_rows.ops.sum(b, dims=[1]))
+    flags = RNG.random((rows, cols)) < 0.5
+    before = flags.copy()
+    counts = flags.sum(axis=0)
+    total, mean = fd.execute([to_device(flags, device)], outputs=[None, to_device(np.full(cols, np.nan, np.float32), device)])
+    np.testing.assert_array_equal(to_host(total), counts)
+    np.testing.assert_array_equal(to_host(mean), (counts / rows).astype(np.float32))
+    transposed = to_device(flags, device).transpose((1, 0))  # (cols, rows), column-major
+    (per_row,) = by_rows.execute([transposed])
+    np.testing.assert_array_equal(to_host(per_row), counts)
+    np.testing.assert_array_equal(flags, before)
+    np.testing.assert_array_equal(to_host(transposed), before.T)
+
+
 @pytest.mark.parametrize("rows, cols", [(4096, 1024), (40, 1024), (300, 1021)])
 def test_pointwise_work_after_an_outer_reduction_sees_each_columns_total(device, rows, cols):
     """On the GPU the pointwise generic after an outer reduction runs in

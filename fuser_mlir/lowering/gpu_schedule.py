@@ -3462,9 +3462,10 @@ class _SegmentScheduler:
         """A tile's warps' results (a lane's ``lanes`` columns' accumulators,
         column by column, from column ``first`` plus ``lanes`` times the
         lane) combined through shared memory: after a barrier, thread ``t``
-        of the first ``WARP * lanes`` combines column ``t`` of the tile over
-        the warps and calls ``store(column, totals)``, where the column is
-        below ``cols``."""
+        combines columns ``t``, ``t + THREADS``, ... of the tile's
+        ``WARP * lanes`` (two for 16 one-byte lanes: a Boolean tile is wider
+        than the block) over the warps and calls ``store(column, totals)``
+        for each one below ``cols``."""
         warps, width, n = THREADS // WARP, WARP * lanes, len(results) // lanes
         thread = k.special("thread")
         lane, warp = _lane_and_warp(thread)
@@ -3474,15 +3475,17 @@ class _SegmentScheduler:
             for i, tile in enumerate(tiles):
                 memref.StoreOp(results[j * n + i], tile, [_index_plus(mine, j)])
         gpu.BarrierOp()
-        column = arith.AddIOp(first, thread).result
-        owner = arith.AndIOp(
-            arith.CmpIOp(arith.CmpIPredicate.ult, thread, _index(width)).result, arith.CmpIOp(arith.CmpIPredicate.ult, column, cols).result
-        ).result
-        branch = scf.IfOp(owner)
-        with ir.InsertionPoint(branch.then_block):
-            over = [[memref.LoadOp(tile, [_index_plus(thread, w * width)]).result for tile in tiles] for w in range(warps)]
-            store(column, _combine_all(over, g.combining_ops()))
-            scf.YieldOp([])
+        for base in range(0, width, THREADS):
+            at = _index_plus(thread, base)  # the tile's column
+            column = arith.AddIOp(first, at).result
+            owner = arith.AndIOp(
+                arith.CmpIOp(arith.CmpIPredicate.ult, at, _index(width)).result, arith.CmpIOp(arith.CmpIPredicate.ult, column, cols).result
+            ).result
+            branch = scf.IfOp(owner)
+            with ir.InsertionPoint(branch.then_block):
+                over = [[memref.LoadOp(tile, [_index_plus(at, w * width)]).result for tile in tiles] for w in range(warps)]
+                store(column, _combine_all(over, g.combining_ops()))
+                scf.YieldOp([])
 
     @staticmethod
     def _unrolled_rows(k: _Kernel, g: Generic, start, stop, inits, ivs_at, values_at=None, width: int = 1, apply=None) -> list:

@@ -275,15 +275,16 @@ def outer_sum(dtype):
     return fd
 
 
-@pytest.mark.parametrize("dtype, lanes", [(DataType.Float, 4), (DataType.BFloat16, 8)])
+@pytest.mark.parametrize("dtype, lanes", [(DataType.Float, 4), (DataType.BFloat16, 8), (DataType.Bool, 16)])
 def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, lanes):
     """Dense, aligned columns that are whole 16-byte vectors take the tiles
     (gpu_schedule.OUTER_VECTORS): a lane a vector of columns, a warp 32
     vectors of a row, the block's 8 warps every 8th row of the split, their
-    results combined through shared memory after a barrier; other column
-    counts a column a thread, as before. Each variant sizes the one scratch
-    by its own splits (equal for bfloat16, whose tile is 256 columns wide,
-    the column kernel's block)."""
+    results combined through shared memory after a barrier, every column of
+    the tile (a Boolean tile of 512 columns takes the block's 256 threads
+    twice); other column counts a column a thread, as before. Each variant
+    sizes the one scratch by its own splits (equal for bfloat16, whose tile
+    is 256 columns wide, the column kernel's block)."""
     context, module = outlined(outer_sum(dtype))
     with context, ir.Location.unknown():
         scheduled = lower_to_gpu(module, {"fusion_seg0": [(True, 16), (True, 16)]})
@@ -300,9 +301,12 @@ def test_outer_reductions_of_whole_vector_columns_read_vectors_in_tiles(dtype, l
     assert evaluate(tiles.grid[1], whole, [], sms=132) == evaluate(splits, whole, [], sms=132)
     assert evaluate(splits, [(0, 1024), (1024,)], [], sms=132) == 1  # empty reductions still write the identity
     tile = kernel_text(text, tiles.kernel)
-    element = "f32" if lanes == 4 else "bf16"
+    element = {4: "f32", 8: "bf16", 16: "i8"}[lanes]
     assert len(re.findall(rf"memref\.load .*memref<\?xvector<{lanes}x{element}>>", tile)) == 4 + 1  # OUTER_UNROLL rows, then the rest one by one
-    assert tile.count("gpu.barrier") == 1 and f"memref<{8 * 32 * lanes}xf32, #gpu.address_space<workgroup>>" in text
+    shared = f"memref<{8 * 32 * lanes}xf32, #gpu.address_space<workgroup>>"
+    assert tile.count("gpu.barrier") == 1 and shared in text
+    passes = -(-32 * lanes // gpu_schedule.THREADS)  # of the block's threads over the tile's columns
+    assert len(re.findall(rf"memref\.load .* : {re.escape(shared)}", tile)) == 8 * passes  # each column's 8 warps
     assert "vector<" not in kernel_text(text, columns.kernel)
 
 

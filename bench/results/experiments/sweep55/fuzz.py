@@ -1,19 +1,28 @@
-"""Random fusions on sizes the test suite's random programs never reach, against the float64 reference.
+"""Random fusions on sizes and layouts the test suite's random programs never reach, against the float64 reference.
 
     python3 bench/results/experiments/sweep55/fuzz.py DEVICE SEED SECONDS [OUT]
 
 test/random_programs.py's programs (pointwise ops, reductions, permutes,
 flattening reshapes, casts, selects over every dtype) and its row programs
 (softmax's and the norms' shape), on sizes drawn from 1 to 20000 (up to 4M
-elements a tensor), so that the GPU's flat, row, outer-reduction, cached and
-staged schedules and their scalar tails are all reached; each input laid out
-row-major or in a random other order (column-major calls are relaid or run
-strided); each visible output given (poisoned with NaN) or not. Each result
-is compared with test/reference.py's float64 value, at the tolerance of the
-suite's row-program test (2e-2 relative, 2e-2 of the largest magnitude
-absolute), elements the output's dtype cannot hold left out; the inputs must
-be unchanged. Every mismatch or exception is written to OUT (default
-stdout) with what reproduces it. A search, not a test: it runs for SECONDS.
+elements a tensor, outputs included), so that the GPU's flat, row,
+outer-reduction, cached and staged schedules and their scalar tails are all
+reached. Each input is laid out row-major, with its dims in memory in a
+random other order (column-major calls are relaid or run strided), every
+other element of a wider buffer (strided), or one element past an aligned
+start (no vector access); each visible output is new, or given row-major or
+in a random other order, poisoned. Each fusion is called three times: on
+its first sizes, on other sizes, on the first again (a cache hit).
+
+Each result is compared with test/reference.py's float64 value, at the
+tolerance of the suite's row-program test (2e-2 relative, 2e-2 of the
+largest magnitude absolute; exact for integers and Booleans), elements the
+output's dtype cannot hold left out; the inputs must be unchanged. The
+reference keeps float64 where the fusion rounds to its dtypes (a bfloat16
+sum fed to sin, a half value cast to int), so a mismatch on the GPU is run on
+the CPU too: the same count there marks the reference's rounding, not a bug.
+Every mismatch or exception is written to OUT (default stdout) with what
+reproduces it. A search, not a test: it runs for SECONDS.
 """
 
 import sys
@@ -34,15 +43,16 @@ from fuser_mlir.errors import InputError  # noqa: E402
 
 SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
 MAX_ELEMENTS = 1 << 22
+LAYOUTS = ["row-major", "row-major", "permuted", "strided", "offset"]
 DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
 END = time.monotonic() + SECONDS
 DEADLINE = [END - SECONDS / 2]  # the random fusions' search, then the row programs' until END
-counts = {"programs": 0, "mismatches": 0, "errors": 0}
+counts = {"programs": 0, "calls": 0, "mismatches": 0, "on the CPU too": 0, "errors": 0}
 
 
 def concrete_shapes(fd, rng) -> list[tuple[int, ...]]:
-    """A size for each class of bound dims (test/random_programs.input_shapes with SIZES), every input at most MAX_ELEMENTS."""
+    """A size for each class of bound dims (test/random_programs.input_shapes with SIZES), every input and output at most MAX_ELEMENTS."""
     for _ in range(20):
         chosen, shapes = {}, []
         for spec in fd.inputs:
@@ -56,70 +66,110 @@ def concrete_shapes(fd, rng) -> list[tuple[int, ...]]:
                 chosen.setdefault(group, statics[0] if statics else int(rng.choice(SIZES)))
                 dims.append(chosen[group])
             shapes.append(tuple(dims))
-        if all(np.prod(s, dtype=np.int64) <= MAX_ELEMENTS for s in shapes):
+        try:
+            fd.check_input_shapes(shapes)
+        except InputError:
+            continue  # a flattened dim bound to another size
+        outputs = [fd.output_shape(o.position, shapes) for o in fd.outputs]
+        if all(np.prod(s, dtype=np.int64) <= MAX_ELEMENTS for s in shapes + outputs):
             return shapes
     raise UnsatisfiedAssumption()
 
 
-def laid_out(array: np.ndarray, rng):
-    """``array`` on DEVICE, row-major or (half the time, 2-D and up) with its dims in memory in a random other order."""
-    if array.ndim < 2 or rng.random() < 0.5:
-        return to_device(array, DEVICE)
-    order = tuple(int(d) for d in rng.permutation(array.ndim))
-    return to_device(np.ascontiguousarray(array.transpose(order)), DEVICE).transpose(tuple(np.argsort(order)))
+def placed(array: np.ndarray, layout: str, device: str, order=None):
+    """``array``'s values on ``device`` in ``layout`` (see the module docstring)."""
+    if layout == "permuted" and array.ndim >= 2:
+        return to_device(np.ascontiguousarray(array.transpose(order)), device).transpose(tuple(np.argsort(order)))
+    if layout == "strided" and array.ndim >= 1:
+        wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
+        wide[..., ::2] = array
+        return to_device(wide, device)[..., ::2]
+    if layout == "offset" and array.size:
+        flat = np.zeros(array.size + 1, array.dtype)
+        flat[1:] = array.ravel()
+        return to_device(flat, device)[1:].reshape(array.shape)
+    return to_device(array, device)
 
 
-def poison(want: np.ndarray) -> np.ndarray:
-    if want.dtype == bool:
-        return np.ones(want.shape, bool)
-    if want.dtype.kind in "iu":
-        return np.full(want.shape, -77, want.dtype)
-    return np.full(want.shape, np.nan, want.dtype)
+def poison(shape, dtype) -> np.ndarray:
+    if dtype == bool:
+        return np.ones(shape, bool)
+    if np.dtype(dtype).kind in "iu":
+        return np.full(shape, -77, dtype)
+    return np.full(shape, np.nan, dtype)
 
 
-def check(fd, arrays, rng, label: str) -> None:
-    counts["programs"] += 1
-    expected = evaluate(fd, arrays)
-    visible, written, written_at = visible_then_written(fd, expected)
-    inputs = [laid_out(a, rng) for a in arrays]
+def compare(got, want, k: int) -> None:
+    got = np.asarray(got)
+    assert got.shape == want.shape, f"result {k}: shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind == "f" and got.dtype.kind not in "biu":  # bfloat16's kind is 'V'
+        keep = np.abs(want) <= {2: 65504.0 if got.dtype == np.float16 else 3.38e38, 4: 3.4e38}.get(got.dtype.itemsize, np.inf)
+        scale = max(1.0, float(np.max(np.abs(np.where(keep & np.isfinite(want), want, 0)), initial=0.0)))
+        np.testing.assert_allclose(np.where(keep, got.astype(np.float64), 0), np.where(keep, want, 0), rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k}")
+    else:
+        np.testing.assert_array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got, want, err_msg=f"result {k}")
+
+
+def call(fd, arrays, rng, device: str, expected=None, choices=None) -> tuple:
+    """One call on ``device`` with layouts drawn from ``rng`` (or ``choices``): (choices, AssertionError or None)."""
+    visible, written, written_at = expected
     dtypes = [np.dtype(o.dtype.numpy) for o in fd.outputs if o.visible]
-    given = [to_device(poison(w.astype(d)), DEVICE) if rng.random() < 0.5 else None for w, d in zip(visible, dtypes)]
-    layouts = [getattr(a, "strides", None) for a in inputs]
+    if choices is None:
+        choices = (
+            [(str(rng.choice(LAYOUTS)), tuple(int(d) for d in rng.permutation(a.ndim))) for a in arrays],
+            [(str(rng.choice(["new", "new", "row-major", "permuted"])), tuple(int(d) for d in rng.permutation(w.ndim))) for w in visible],
+        )
+    inputs = [placed(a, layout, device, order) for a, (layout, order) in zip(arrays, choices[0])]
+    given = [None if how == "new" else placed(poison(w.shape, d), how, device, order) for w, d, (how, order) in zip(visible, dtypes, choices[1])]
     try:
         results = fd.execute(inputs, outputs=given if any(g is not None for g in given) else None)
         got = [to_host(g) for g in results] + [to_host(inputs[k]) for k in written_at]
         for k, (g, want) in enumerate(zip(got, visible + written)):
-            g = np.asarray(g)
-            assert g.shape == want.shape, f"result {k}: shape {g.shape}, expected {want.shape}"
-            if want.dtype.kind == "f" and g.dtype.kind not in "biu":  # bfloat16's kind is 'V' 
-                keep = np.abs(want) <= {2: 65504.0 if g.dtype == np.float16 else 3.38e38, 4: 3.4e38}.get(g.dtype.itemsize, np.inf)
-                scale = max(1.0, float(np.max(np.abs(np.where(keep & np.isfinite(want), want, 0)), initial=0.0)))
-                np.testing.assert_allclose(
-                    np.where(keep, g.astype(np.float64), 0), np.where(keep, want, 0), rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k}"
-                )
-            else:
-                np.testing.assert_array_equal(g.astype(want.dtype) if g.dtype != want.dtype else g, want, err_msg=f"result {k}")
+            compare(g, want, k)
         for k, (a, original) in enumerate(zip(inputs, arrays)):
             if k not in written_at:
                 np.testing.assert_array_equal(to_host(a), original, err_msg=f"input {k} changed")
-    except UnsatisfiedAssumption:
-        raise
-    except InputError as err:
-        counts["errors"] += 1
-        print(f"== INPUT ERROR {label}\n   shapes {[a.shape for a in arrays]} strides {layouts}\n   {err}", file=OUT, flush=True)
     except AssertionError as err:
-        counts["mismatches"] += 1
-        print(f"== MISMATCH {label}\n   shapes {[a.shape for a in arrays]} dtypes {[str(a.dtype) for a in arrays]} strides {layouts} "
-              f"given {[g is not None for g in given]}\n{str(err)[:1500]}", file=OUT, flush=True)
-    except Exception:
-        counts["errors"] += 1
-        print(f"== ERROR {label}\n   shapes {[a.shape for a in arrays]} strides {layouts}\n{traceback.format_exc()[-3000:]}", file=OUT, flush=True)
+        return choices, err
+    return choices, None
 
 
-SETTINGS = settings(
-    max_examples=10**6, database=None, deadline=None, phases=[Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
+def mismatches(err: AssertionError) -> str:
+    return next((line for line in str(err).splitlines() if line.startswith("Mismatched elements")), str(err).splitlines()[0] if str(err) else "")
+
+
+def check(fd, make_arrays, rng, label: str) -> None:
+    """Three calls: sizes A, sizes B, sizes A again (a hit where the layouts repeat)."""
+    counts["programs"] += 1
+    first = make_arrays(rng)
+    runs = [first, make_arrays(rng), first]
+    choices = None
+    for n, arrays in enumerate(runs):
+        counts["calls"] += 1
+        layouts = "?"
+        try:
+            expected = visible_then_written(fd, evaluate(fd, arrays))
+            choices, err = call(fd, arrays, rng, DEVICE, expected, choices if n == 2 else None)
+            layouts = f"inputs {choices[0]} outputs {choices[1]}"
+            if err is None:
+                continue
+            counts["mismatches"] += 1
+            tag = ""
+            if DEVICE != "cpu":
+                _, cpu_err = call(fd, arrays, rng, "cpu", expected, choices)
+                if cpu_err is not None and mismatches(cpu_err) == mismatches(err):
+                    counts["on the CPU too"] += 1
+                    tag = " (the CPU's too: the reference's rounding)"
+            print(f"== MISMATCH{tag} call {n} {label}\n   shapes {[a.shape for a in arrays]} dtypes {[str(a.dtype) for a in arrays]} {layouts}\n"
+                  f"{str(err)[:1500]}", file=OUT, flush=True)
+        except UnsatisfiedAssumption:
+            raise
+        except Exception:
+            counts["errors"] += 1
+            print(f"== ERROR call {n} {label}\n   shapes {[a.shape for a in arrays]} {layouts}\n{traceback.format_exc()[-3000:]}", file=OUT, flush=True)
+
+
+SETTINGS = settings(max_examples=10**6, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
 
 
 @seed(SEED)
@@ -130,15 +180,12 @@ def programs(shapes, dtypes, steps, data):
         raise KeyboardInterrupt
     fd = random_fusion(shapes, dtypes, steps)
     rng = np.random.default_rng(data)
-    concrete = concrete_shapes(fd, rng)
-    try:
-        fd.check_input_shapes(concrete)
-    except InputError:
-        raise UnsatisfiedAssumption() from None
-    if any(np.prod(fd.output_shape(o.position, concrete), dtype=np.int64) > MAX_ELEMENTS for o in fd.outputs):
-        raise UnsatisfiedAssumption()  # a broadcast of a column by a row: the float64 reference of 12 processes at once would not fit
-    arrays = [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, concrete)]
-    check(fd, arrays, rng, f"random_fusion({shapes!r}, {[d.name for d in dtypes]}, {steps!r}) sizes {concrete} data {data}")
+    concrete_shapes(fd, rng)  # rejects draws no sizes fit
+
+    def make_arrays(rng):
+        return [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, concrete_shapes(fd, rng))]
+
+    check(fd, make_arrays, rng, f"random_fusion({shapes!r}, {[d.name for d in dtypes]}, {steps!r}) data {data}")
 
 
 @seed(SEED)
@@ -147,12 +194,15 @@ def programs(shapes, dtypes, steps, data):
 def rows(dtype, stages, weight, outputs, rows, cols, data):
     if time.monotonic() > DEADLINE[0]:
         raise KeyboardInterrupt
-    shape = (*rows, cols)
-    if np.prod(shape) > MAX_ELEMENTS:
+    if np.prod(rows) * cols > MAX_ELEMENTS:
         raise UnsatisfiedAssumption()
-    rng = np.random.default_rng(data)
-    fd = row_program(dtype, len(shape), stages, weight, outputs)
-    check(fd, row_inputs(dtype, shape, weight, rng), rng, f"row_program({dtype.name}, {len(shape)}, {stages!r}, {weight}, {outputs!r}) shape {shape} data {data}")
+    fd = row_program(dtype, len(rows) + 1, stages, weight, outputs)
+
+    def make_arrays(rng):  # the drawn rows, or as many other row dims that fit
+        other = [int(rng.choice([1, 2, 5, 23, 130, 1000])) for _ in rows]
+        return row_inputs(dtype, (*(other if np.prod(other) * cols <= MAX_ELEMENTS and rng.random() < 0.5 else rows), cols), weight, rng)
+
+    check(fd, make_arrays, np.random.default_rng(data), f"row_program({dtype.name}, {len(rows) + 1}, {stages!r}, {weight}, {outputs!r}) rows {rows} cols {cols} data {data}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+"""test/test_inplace_random.py's in-place fusions on large sizes, against the SSA reference.
+
+    python3 bench/results/experiments/sweep55/inplace_fuzz.py DEVICE SEED SECONDS [OUT]
+
+The suite draws those fusions (pointwise ops, reductions broadcast back,
+permutes, casts, segment_set cuts, in-place aliases, given outputs, some
+strided) on sizes of 1 to 6; here the same recipes get sizes of up to 20000
+(4M elements at most, square shapes kept square so that permutes apply), so
+that the GPU's large schedules (tiles, cached and staged rows, outer
+splits) meet the alias hazards the passes resolve. Each fusion runs under
+every hazard policy, twice on one executor (the second a cache hit), and
+each output and input is checked as the suite checks it. Mismatches and
+exceptions go to OUT (default stdout). A search, not a test.
+"""
+
+import dataclasses
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.insert(0, "test")
+from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_inplace_random import check_every_policy, recipes  # noqa: E402
+
+SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
+MAX_ELEMENTS = 1 << 22
+DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
+END = time.monotonic() + SECONDS
+counts = {"fusions": 0, "failures": 0}
+
+
+@st.composite
+def large_recipes(draw):
+    recipe = draw(recipes())
+    rank = len(recipe.base)
+    if rank > 1 and len(set(recipe.base)) == 1:
+        side = draw(st.sampled_from([s for s in SIZES if s**rank <= MAX_ELEMENTS]))
+        base = (side,) * rank
+    else:
+        base = tuple(draw(st.sampled_from(SIZES)) for _ in range(rank))
+    if np.prod(base, dtype=np.int64) > MAX_ELEMENTS:
+        base = recipe.base
+    return dataclasses.replace(recipe, base=base)
+
+
+@seed(SEED)
+@settings(max_examples=10**6, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+@given(recipe=large_recipes())
+def search(recipe):
+    if time.monotonic() > END:
+        raise KeyboardInterrupt
+    counts["fusions"] += 1
+    try:
+        check_every_policy(recipe, DEVICE, runs=2)
+    except Exception:
+        counts["failures"] += 1
+        print(f"== FAILURE {recipe!r}\n{traceback.format_exc()[-2500:]}", file=OUT, flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        search()
+    except KeyboardInterrupt:
+        pass
+    print(f"{DEVICE} seed {SEED}: {counts}", file=OUT, flush=True)
+    print(f"{DEVICE} seed {SEED}: {counts}")

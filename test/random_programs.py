@@ -1,13 +1,17 @@
 """Random fusion programs for property-based tests: a chain of pointwise
 ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
 casts and selects over a few inputs of random shapes and dtypes; and row
-programs (:func:`row_program`), of softmax's and the norms' shape."""
+programs (:func:`row_program`), of softmax's and the norms' shape. For
+draws of large sizes and memory layouts (:func:`large_shapes`,
+:func:`placed`): the shapes and layouts that reach the GPU's tiles, cached
+and staged rows, strided and misaligned variants."""
 
 import numpy as np
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
-from fuser_mlir.errors import DefinitionError
+from devices import to_device
+from fuser_mlir.errors import DefinitionError, InputError
 from fuser_mlir.frontend import DataType, FusionDefinition, Tensor
 
 DIM = st.sampled_from([-1, -1, 1, 3])
@@ -141,9 +145,10 @@ def random_fusion(shapes, dtypes, steps) -> FusionDefinition:
     return fd
 
 
-def input_shapes(fd, rng) -> list[tuple[int, ...]]:
+def input_shapes(fd, rng, sizes=None) -> list[tuple[int, ...]]:
     """Concrete input shapes for ``fd`` that respect its size classes
-    (dims bound to one size get one random size, 2-5, or their static one)."""
+    (dims bound to one size get one random size, 2-5 or one of ``sizes``,
+    or their static one)."""
     classes = fd.size_classes
     chosen = {}
     shapes = []
@@ -155,10 +160,73 @@ def input_shapes(fd, rng) -> list[tuple[int, ...]]:
                 continue
             group = next((frozenset(c) for c in classes if (spec.index, d) in c), frozenset({(spec.index, d)}))
             statics = [fd.inputs[k].shape[e] for k, e in group if fd.inputs[k].shape[e] > 1]
-            chosen.setdefault(group, statics[0] if statics else int(rng.integers(2, 6)))
+            chosen.setdefault(group, statics[0] if statics else int(rng.integers(2, 6) if sizes is None else rng.choice(sizes)))
             dims.append(chosen[group])
         shapes.append(tuple(dims))
     return shapes
+
+
+#: Sizes of large draws: scalar tails, whole 16-byte vectors, outer tiles, and rows warps, cached blocks and staged blocks take.
+LARGE_SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
+#: How :func:`placed` lays an array out (row-major twice as often as each other).
+LAYOUTS = ("row-major", "row-major", "permuted", "strided", "offset")
+
+
+def large_shapes(fd, rng, max_elements: int) -> list[tuple[int, ...]] | None:
+    """Input shapes for ``fd`` of LARGE_SIZES that it accepts, no input or
+    output over ``max_elements``; None when 20 draws find none."""
+    for _ in range(20):
+        shapes = input_shapes(fd, rng, LARGE_SIZES)
+        try:
+            outputs = [fd.output_shape(o.position, shapes) for o in fd.outputs]
+        except InputError:
+            continue  # a flattened dim bound to another size
+        if all(np.prod(s, dtype=np.int64) <= max_elements for s in shapes + outputs):
+            return shapes
+    return None
+
+
+def placed(array: np.ndarray, layout: str, device: str, order=None):
+    """``array``'s values on ``device`` laid out: ``row-major``; ``permuted``,
+    its dims in memory in ``order``; ``strided``, every other element of a
+    buffer twice as wide; ``offset``, dense from one element past an aligned
+    start (no vector access). Arrays of too few dims or elements row-major."""
+    if layout == "permuted" and array.ndim >= 2:
+        return to_device(np.ascontiguousarray(array.transpose(order)), device).transpose(tuple(np.argsort(order)))
+    if layout == "strided" and array.ndim >= 1:
+        wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
+        wide[..., ::2] = array
+        return to_device(wide, device)[(slice(None),) * (array.ndim - 1) + (slice(None, None, 2),)]  # DeviceArrays take no Ellipsis
+    if layout == "offset" and array.size:
+        flat = np.zeros(array.size + 1, array.dtype)
+        flat[1:] = array.ravel()
+        return to_device(flat, device)[1:].reshape(array.shape)
+    return to_device(array, device)
+
+
+def poison(shape, dtype) -> np.ndarray:
+    """A buffer a correct call overwrites: NaN, -77 for integers, True for Booleans."""
+    if np.dtype(dtype) == bool:
+        return np.ones(shape, bool)
+    if np.dtype(dtype).kind in "iu":
+        return np.full(shape, -77, dtype)
+    return np.full(shape, np.nan, dtype)
+
+
+def assert_matches_reference(got, want: np.ndarray, label: str) -> None:
+    """``got`` against the float64 reference ``want``: exactly for integers
+    and Booleans; for floats within 2e-2 relative and 2e-2 of the largest
+    magnitude absolute (the row-program tests' tolerance), leaving out the
+    elements the result's dtype cannot hold (an overflow to infinity)."""
+    got = np.asarray(got)
+    assert got.shape == want.shape, f"{label}: shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind != "f" or got.dtype.kind in "biu":  # bfloat16's kind is 'V'
+        np.testing.assert_array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got, want, err_msg=label)
+        return
+    largest = {2: 65504.0 if got.dtype == np.float16 else 3.38e38, 4: 3.4e38}.get(got.dtype.itemsize, np.inf)
+    keep = np.abs(want) <= largest
+    scale = max(1.0, float(np.max(np.abs(np.where(keep & np.isfinite(want), want, 0)), initial=0.0)))
+    np.testing.assert_allclose(np.where(keep, got.astype(np.float64), 0), np.where(keep, want, 0), rtol=2e-2, atol=2e-2 * scale, err_msg=label)
 
 
 def random_input(spec, shape, rng):

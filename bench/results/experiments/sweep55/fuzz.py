@@ -35,15 +35,14 @@ sys.path.insert(0, "test")
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import UnsatisfiedAssumption  # noqa: E402
-from random_programs import ALL_DTYPES, ROW_PROGRAMS, SHAPES, random_fusion, random_input, row_inputs, row_program, step  # noqa: E402
+from random_programs import (  # noqa: E402
+    ALL_DTYPES, LARGE_SIZES, LAYOUTS, ROW_PROGRAMS, SHAPES, assert_matches_reference, large_shapes, placed, poison, random_fusion, random_input, row_inputs,
+    row_program, step,
+)
 from reference import evaluate, visible_then_written  # noqa: E402
-from devices import to_device, to_host  # noqa: E402
+from devices import to_host  # noqa: E402
 
-from fuser_mlir.errors import InputError  # noqa: E402
-
-SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
 MAX_ELEMENTS = 1 << 22
-LAYOUTS = ["row-major", "row-major", "permuted", "strided", "offset"]
 DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
 END = time.monotonic() + SECONDS
@@ -52,62 +51,10 @@ counts = {"programs": 0, "calls": 0, "mismatches": 0, "on the CPU too": 0, "erro
 
 
 def concrete_shapes(fd, rng) -> list[tuple[int, ...]]:
-    """A size for each class of bound dims (test/random_programs.input_shapes with SIZES), every input and output at most MAX_ELEMENTS."""
-    for _ in range(20):
-        chosen, shapes = {}, []
-        for spec in fd.inputs:
-            dims = []
-            for d, size in enumerate(spec.shape):
-                if size != -1:
-                    dims.append(size)
-                    continue
-                group = next((frozenset(c) for c in fd.size_classes if (spec.index, d) in c), frozenset({(spec.index, d)}))
-                statics = [fd.inputs[k].shape[e] for k, e in group if fd.inputs[k].shape[e] > 1]
-                chosen.setdefault(group, statics[0] if statics else int(rng.choice(SIZES)))
-                dims.append(chosen[group])
-            shapes.append(tuple(dims))
-        try:
-            fd.check_input_shapes(shapes)
-        except InputError:
-            continue  # a flattened dim bound to another size
-        outputs = [fd.output_shape(o.position, shapes) for o in fd.outputs]
-        if all(np.prod(s, dtype=np.int64) <= MAX_ELEMENTS for s in shapes + outputs):
-            return shapes
-    raise UnsatisfiedAssumption()
-
-
-def placed(array: np.ndarray, layout: str, device: str, order=None):
-    """``array``'s values on ``device`` in ``layout`` (see the module docstring)."""
-    if layout == "permuted" and array.ndim >= 2:
-        return to_device(np.ascontiguousarray(array.transpose(order)), device).transpose(tuple(np.argsort(order)))
-    if layout == "strided" and array.ndim >= 1:
-        wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
-        wide[..., ::2] = array
-        return to_device(wide, device)[..., ::2]
-    if layout == "offset" and array.size:
-        flat = np.zeros(array.size + 1, array.dtype)
-        flat[1:] = array.ravel()
-        return to_device(flat, device)[1:].reshape(array.shape)
-    return to_device(array, device)
-
-
-def poison(shape, dtype) -> np.ndarray:
-    if dtype == bool:
-        return np.ones(shape, bool)
-    if np.dtype(dtype).kind in "iu":
-        return np.full(shape, -77, dtype)
-    return np.full(shape, np.nan, dtype)
-
-
-def compare(got, want, k: int) -> None:
-    got = np.asarray(got)
-    assert got.shape == want.shape, f"result {k}: shape {got.shape}, expected {want.shape}"
-    if want.dtype.kind == "f" and got.dtype.kind not in "biu":  # bfloat16's kind is 'V'
-        keep = np.abs(want) <= {2: 65504.0 if got.dtype == np.float16 else 3.38e38, 4: 3.4e38}.get(got.dtype.itemsize, np.inf)
-        scale = max(1.0, float(np.max(np.abs(np.where(keep & np.isfinite(want), want, 0)), initial=0.0)))
-        np.testing.assert_allclose(np.where(keep, got.astype(np.float64), 0), np.where(keep, want, 0), rtol=2e-2, atol=2e-2 * scale, err_msg=f"result {k}")
-    else:
-        np.testing.assert_array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got, want, err_msg=f"result {k}")
+    shapes = large_shapes(fd, rng, MAX_ELEMENTS)
+    if shapes is None:
+        raise UnsatisfiedAssumption()
+    return shapes
 
 
 def call(fd, arrays, rng, device: str, expected=None, choices=None) -> tuple:
@@ -125,7 +72,7 @@ def call(fd, arrays, rng, device: str, expected=None, choices=None) -> tuple:
         results = fd.execute(inputs, outputs=given if any(g is not None for g in given) else None)
         got = [to_host(g) for g in results] + [to_host(inputs[k]) for k in written_at]
         for k, (g, want) in enumerate(zip(got, visible + written)):
-            compare(g, want, k)
+            assert_matches_reference(g, want, f"result {k}")
         for k, (a, original) in enumerate(zip(inputs, arrays)):
             if k not in written_at:
                 np.testing.assert_array_equal(to_host(a), original, err_msg=f"input {k} changed")
@@ -190,7 +137,7 @@ def programs(shapes, dtypes, steps, data):
 
 @seed(SEED)
 @SETTINGS
-@given(**ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5, 23, 130, 1000]), min_size=1, max_size=2), cols=st.sampled_from(SIZES), data=st.integers(0, 2**31))
+@given(**ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5, 23, 130, 1000]), min_size=1, max_size=2), cols=st.sampled_from(LARGE_SIZES), data=st.integers(0, 2**31))
 def rows(dtype, stages, weight, outputs, rows, cols, data):
     if time.monotonic() > DEADLINE[0]:
         raise KeyboardInterrupt

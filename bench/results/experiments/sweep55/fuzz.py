@@ -152,12 +152,18 @@ def rows(dtype, stages, weight, outputs, rows, cols, data):
     check(fd, make_arrays, np.random.default_rng(data), f"row_program({dtype.name}, {len(rows) + 1}, {stages!r}, {weight}, {outputs!r}) rows {rows} cols {cols} data {data}")
 
 
-if __name__ == "__main__":
-    for search, until in ((programs, DEADLINE[0]), (rows, END)):
+def run(searches, tally: dict) -> None:
+    """Each (search, until) in turn, each stopping at its time (a search
+    raises KeyboardInterrupt past DEADLINE); then ``tally`` to OUT and stdout."""
+    for search, until in searches:
         DEADLINE[0] = until
         try:
             search()
         except KeyboardInterrupt:
             pass
-    print(f"{DEVICE} seed {SEED}: {counts}", file=OUT, flush=True)
-    print(f"{DEVICE} seed {SEED}: {counts}")
+    for stream in {OUT, sys.stdout}:
+        print(f"{DEVICE} seed {SEED}: {tally}", file=stream, flush=True)
+
+
+if __name__ == "__main__":
+    run([(programs, DEADLINE[0]), (rows, END)], counts)

@@ -17,19 +17,18 @@ import dataclasses
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, "test")
+sys.path.insert(0, str(Path(__file__).parent))
+import fuzz  # noqa: E402  (the command line, OUT, and run)
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from test_inplace_random import check_every_policy, recipes  # noqa: E402
 
-SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
-MAX_ELEMENTS = 1 << 22
-DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
-END = time.monotonic() + SECONDS
+SIZES, MAX_ELEMENTS = fuzz.LARGE_SIZES, fuzz.MAX_ELEMENTS
 counts = {"fusions": 0, "failures": 0}
 
 
@@ -47,24 +46,19 @@ def large_recipes(draw):
     return dataclasses.replace(recipe, base=base)
 
 
-@seed(SEED)
+@seed(fuzz.SEED)
 @settings(max_examples=10**6, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
 @given(recipe=large_recipes())
 def search(recipe):
-    if time.monotonic() > END:
+    if time.monotonic() > fuzz.DEADLINE[0]:
         raise KeyboardInterrupt
     counts["fusions"] += 1
     try:
-        check_every_policy(recipe, DEVICE, runs=2)
+        check_every_policy(recipe, fuzz.DEVICE, runs=2)
     except Exception:
         counts["failures"] += 1
-        print(f"== FAILURE {recipe!r}\n{traceback.format_exc()[-2500:]}", file=OUT, flush=True)
+        print(f"== FAILURE {recipe!r}\n{traceback.format_exc()[-2500:]}", file=fuzz.OUT, flush=True)
 
 
 if __name__ == "__main__":
-    try:
-        search()
-    except KeyboardInterrupt:
-        pass
-    print(f"{DEVICE} seed {SEED}: {counts}", file=OUT, flush=True)
-    print(f"{DEVICE} seed {SEED}: {counts}")
+    fuzz.run([(search, fuzz.END)], counts)

@@ -185,8 +185,15 @@ def _evaluate_record(fd, record, env: dict, sizes) -> np.ndarray:
     raise NotImplementedError(f"the reference interpreter has no rule for '{op}'")
 
 
-def evaluate(fd, inputs: Sequence[object]) -> list[np.ndarray]:
-    """Every output of ``fd`` (``fd.outputs`` order, hidden aliases included) for ``inputs``."""
+def evaluate(fd, inputs: Sequence[object], rounded: bool = False) -> list[np.ndarray]:
+    """Every output of ``fd`` (``fd.outputs`` order, hidden aliases included) for ``inputs``.
+
+    ``rounded``: each op's float result is rounded to its dtype (then held in
+    float64 again), as the fusion rounds it, so that a program whose 16-bit
+    or float32 values feed ops that magnify a rounding (a bfloat16 sum fed to
+    sin, a half value cast to an integer) is compared with what it computes,
+    not with the float64 value it approximates; what is left is each op's
+    own error (libm against libdevice, the order of a sum's terms)."""
     specs = fd.inputs
     if len(inputs) != len(specs):
         raise ValueError(f"evaluate: the fusion takes {len(specs)} inputs, got {len(inputs)}")
@@ -197,7 +204,11 @@ def evaluate(fd, inputs: Sequence[object]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
         for record in fd.live_records():
             value = _evaluate_record(fd, record, env, sizes)
-            env[record.result] = np.asarray(value, dtype=compute_dtype(fd.value(record.result).dtype))
+            dtype = fd.value(record.result).dtype
+            value = np.asarray(value, dtype=compute_dtype(dtype))
+            if rounded and dtype.is_float and dtype.numpy != np.float64:
+                value = value.astype(dtype.numpy).astype(np.float64)
+            env[record.result] = value
     return [np.array(env[o.tensor]) for o in fd.outputs]
 
 

@@ -132,3 +132,29 @@ def test_all_outputs_are_returned_in_add_output_order():
     outs = evaluate(fd, [np.ones(2, np.float32), np.full(2, 2.0, np.float32)])
     assert [o.tolist() for o in outs] == [[3.0, 3.0], [-1.0, -1.0]]
     assert [o.visible for o in fd.outputs] == [False, True]
+
+
+def test_rounded_rounds_every_float_result_to_its_dtype():
+    """evaluate(..., rounded=True) rounds each op's float result to its dtype:
+    a bfloat16 row sum fed to sin is the sine of the bfloat16 sum, rounded
+    to bfloat16; a half sin cast to an integer truncates the half value. By
+    default both stay float64 throughout."""
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1], dtype=DataType.BFloat16)
+        h = fd.define_tensor([-1], dtype=DataType.Half)
+        fd.add_output(fd.ops.sin(fd.ops.sum(x, dims=[1])))
+        fd.add_output(fd.ops.cast(fd.ops.abs(fd.ops.sin(h)), DataType.Int32))
+    x = RNG.standard_normal((64, 127)).astype(bf16)
+    h = np.array([1.5707964, 1.5705, 4.71238898, 0.3], np.float16)  # |sin| within half's rounding of 1, then not
+    rounded_sines, rounded_ints = evaluate(fd, [x, h], rounded=True)
+    exact_sines, exact_ints = evaluate(fd, [x, h])
+    sums = x.astype(np.float64).sum(axis=1)
+    stepwise = np.sin(sums.astype(np.float32).astype(bf16).astype(np.float32).astype(np.float64)).astype(np.float32).astype(bf16)
+    np.testing.assert_array_equal(rounded_sines, stepwise.astype(np.float64))
+    np.testing.assert_array_equal(exact_sines, np.sin(sums))
+    assert not np.array_equal(rounded_sines, exact_sines)
+    halves = np.abs(np.sin(h.astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float16))
+    np.testing.assert_array_equal(rounded_ints, np.trunc(halves).astype(np.int32))
+    np.testing.assert_array_equal(exact_ints, np.trunc(np.abs(np.sin(h.astype(np.float64)))).astype(np.int32))
+    assert rounded_ints.tolist() == [1, 1, 1, 0] and exact_ints.tolist() == [0, 0, 0, 0]

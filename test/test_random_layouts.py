@@ -7,7 +7,8 @@ staged rows. Each input is laid out row-major, with its dims in memory in
 another order, strided or one element past an aligned start
 (:func:`random_programs.placed`); each visible output is new or given,
 poisoned, row-major or permuted. Each fusion is called on its first sizes,
-on other sizes, and on the first again (a hit), and each result is checked
+on other sizes in other layouts, and on the first sizes in the second call's
+layouts (a hit on other sizes), and each result is checked
 against the reference with every op's float result rounded to its dtype
 (``evaluate(..., rounded=True)``: a bfloat16 sum fed to sin is compared with
 the sine of the rounded sum, not of the exact one), the inputs unchanged.
@@ -41,7 +42,7 @@ def test_random_fusions_on_large_sizes_and_layouts(device, shapes, dtypes, steps
     first, second = ([random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, s)] for s in sizes)
     for call, arrays in enumerate([first, second, first]):
         visible, written, written_at = visible_then_written(fd, evaluate(fd, arrays, rounded=True))
-        if call != 2:  # the third call repeats the first's layouts: a hit
+        if call != 2:  # the third call keeps the second's layouts: a hit on the first's sizes
             layouts = [(str(rng.choice(LAYOUTS)), tuple(rng.permutation(a.ndim))) for a in arrays]
             given_as = [(str(rng.choice(["new", "row-major", "permuted"])), tuple(rng.permutation(w.ndim))) for w in visible]
         inputs = [placed(a, layout, device, order) for a, (layout, order) in zip(arrays, layouts)]

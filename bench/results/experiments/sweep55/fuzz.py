@@ -12,7 +12,8 @@ random other order (column-major calls are relaid or run strided), every
 other element of a wider buffer (strided), or one element past an aligned
 start (no vector access); each visible output is new, or given row-major or
 in a random other order, poisoned. Each fusion is called three times: on
-its first sizes, on other sizes, on the first again (a cache hit).
+its first sizes, on other sizes in other layouts, and on the first sizes in
+the second call's layouts (a cache hit on other sizes).
 
 Each result is compared with test/reference.py's value, every op's float
 result rounded to its dtype (``rounded=True``; until abe61e6's runs it kept
@@ -88,7 +89,7 @@ def mismatches(err: AssertionError) -> str:
 
 
 def check(fd, make_arrays, rng, label: str) -> None:
-    """Three calls: sizes A, sizes B, sizes A again (a hit where the layouts repeat)."""
+    """Three calls: sizes A, sizes B in other layouts, sizes A in B's layouts (a hit)."""
     counts["programs"] += 1
     first = make_arrays(rng)
     runs = [first, make_arrays(rng), first]

@@ -526,6 +526,39 @@ def test_visible_aliased_output_given_its_own_input_while_a_reduction_reads_it(p
     np.testing.assert_array_equal(to_host(outs[1]), np.zeros(3))
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("shape", [(), (300, 257)], ids=["0-d", "2-d"])
+def test_a_value_computed_from_an_input_read_by_a_later_segment_sees_its_entry_value(policy, shape, device):
+    """Found by sweep 55's in-place search (inplace_fuzz.py cpu 21): t = y * 0.5
+    is read by the segment after a segment_set while the segment that
+    computes it also stores t * t into y. Outlining stores t into a buffer
+    of its own, another loop of that kernel, which on the CPU ran after the
+    in-place write and so stored (t * t) * 0.5: every policy then gave the
+    later segment's -t * x wrong. Now the analysis counts such a value as a
+    hazard (reject refuses), and each other policy gives the entry values'
+    results, every input checked."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1] * len(shape), dtype=DataType.Double)
+        y = fd.define_tensor(shape=[-1] * len(shape), dtype=DataType.Double)
+        t = y * 0.5
+        kept = fd.ops.segment_set(x)
+        difference, square = kept - t, t * t  # before neg(t): the order the search drew
+        fd.add_output(fd.ops.neg(t) * kept)
+        fd.add_output(square, alias_input=y)
+        fd.add_output(difference, alias_input=x)
+    rng = np.random.default_rng(55)
+    a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+    inputs = [to_device(a.copy(), device), to_device(b.copy(), device)]  # the CPU's are the arrays themselves
+    outs = _run_or_refused(fd, policy, inputs)
+    if outs is None:
+        np.testing.assert_array_equal(to_host(inputs[0]), a)
+        np.testing.assert_array_equal(to_host(inputs[1]), b)
+        return
+    np.testing.assert_allclose(to_host(outs[0]), -(b * 0.5) * a, rtol=1e-14)
+    np.testing.assert_allclose(to_host(inputs[1]), (b * 0.5) ** 2, rtol=1e-14)
+    np.testing.assert_allclose(to_host(inputs[0]), a - b * 0.5, rtol=1e-14)
+
+
 FOLDS_TO_INPUT = {
     "neg(neg(x))": lambda fd, x: fd.ops.neg(fd.ops.neg(x)),
     "maximum(x, x)": lambda fd, x: fd.ops.maximum(x, x),

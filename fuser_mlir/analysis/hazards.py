@@ -10,10 +10,11 @@ after the write:
   same-index pointwise op of ``%x``'s type (a broadcast, reduction, permute,
   reshape), or a value computed from ``%x`` in ``W`` is also stored into
   another buffer by ``W`` (a second loop of the kernel could read ``%x``
-  after the first wrote it).
-
-Values computed from ``%x`` in ``W`` and read by later segments are fine:
-they are materialised from the entry value before the kernel ends.
+  after the first wrote it), or is read by a later segment: outlining
+  stores it into a buffer of its own, another loop of ``W`` that may run
+  after the write (the CPU's did: ``t = x * 0.5`` read by a later segment
+  and ``t * t`` stored into ``x`` gave that segment ``(t * t) * 0.5``).
+  The stored value itself may be read later: it is read back from ``%x``.
 
 :func:`movable_reason` says whether the store's *exclusive cone* (the ops of
 ``W`` that only feed this store) can move to a segment of its own after every
@@ -97,6 +98,9 @@ def find_hazards(store: ir.Operation) -> list[Hazard]:
         if not _same_index(op, x):
             hazards.append(Hazard("intra-kernel", store, op, f"reads it at other indices in segment {writer}, which writes it"))
             continue
+        later = sorted({segment_of(u) for u in _users(op.results[0]) if u.name != "func.return" and segment_of(u) not in (None, writer)})
+        if later and op.results[0] != store.operands[0]:
+            hazards.append(Hazard("intra-kernel", store, op, f"computes a value from it in segment {writer}, which writes it, and segment {later[0]} reads that value"))
         for user in _users(op.results[0]):
             if user == store or segment_of(user) != writer:
                 continue

@@ -45,3 +45,27 @@ func.func @both_kinds(%x: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {fuser.
   %4 = "fuser.store"(%3, %e) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %4 : tensor<?x?xf32>
 }
+
+// -----
+
+// A value computed from x in the writing kernel and read by a later segment
+// is a hazard: outlining stores it into a buffer of its own, another loop of
+// that kernel, which may run after the in-place write. The stored value
+// itself is not one: a later reader reads it back from x.
+// CHECK-LABEL: func.func @read_later
+// CHECK: "fuser.store"(%{{.*}}, %arg0) {fuser.alias_hazards = ["intra-kernel: 'fuser.mul' at {{.*}} computes a value from it in segment 0, which writes it, and segment 1 reads that value", "intra-kernel: 'fuser.neg' at {{.*}} computes a value from it in segment 0, which writes it, and segment 1 reads that value"], fuser.segment = 0 : i64}
+func.func @read_later(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> attributes {fuser.num_inputs = 2 : i64} {
+  %half = "fuser.constant"() {value = 5.000000e-01 : f32} : () -> f32
+  %t = "fuser.mul"(%x, %half) : (tensor<?xf32>, f32) -> tensor<?xf32>
+  %k = "fuser.segment_set"(%y) : (tensor<?xf32>) -> tensor<?xf32>
+  %d = "fuser.sub"(%k, %t) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %sq = "fuser.mul"(%t, %t) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %m = "fuser.neg"(%t) : (tensor<?xf32>) -> tensor<?xf32>
+  %u = "fuser.mul"(%m, %k) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %n = "fuser.size"(%y) {dim = 0 : i64} : (tensor<?xf32>) -> i64
+  %e = "fuser.empty"(%n) : (i64) -> tensor<?xf32>
+  %r = "fuser.store"(%u, %e) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %s = "fuser.store"(%sq, %x) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %s2 = "fuser.store"(%d, %y) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

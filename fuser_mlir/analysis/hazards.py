@@ -98,9 +98,9 @@ def find_hazards(store: ir.Operation) -> list[Hazard]:
         if not _same_index(op, x):
             hazards.append(Hazard("intra-kernel", store, op, f"reads it at other indices in segment {writer}, which writes it"))
             continue
-        later = sorted({segment_of(u) for u in _users(op.results[0]) if u.name != "func.return" and segment_of(u) not in (None, writer)})
-        if later and op.results[0] != store.operands[0]:
-            hazards.append(Hazard("intra-kernel", store, op, f"computes a value from it in segment {writer}, which writes it, and segment {later[0]} reads that value"))
+        readers = {segment_of(u) for u in _users(op.results[0]) if u.name != "func.return"} - {None, writer}
+        if readers and op.results[0] != store.operands[0]:
+            hazards.append(Hazard("intra-kernel", store, op, f"computes a value from it in segment {writer}, which writes it, and segment {min(readers)} reads that value"))
         for user in _users(op.results[0]):
             if user == store or segment_of(user) != writer:
                 continue

@@ -28,6 +28,7 @@ written to OUT (default stdout) with what reproduces it. A search, not a
 test: it runs for SECONDS.
 """
 
+import contextlib
 import sys
 import time
 import traceback
@@ -160,10 +161,8 @@ def run(searches, tally: dict) -> None:
     raises KeyboardInterrupt past DEADLINE); then ``tally`` to OUT and stdout."""
     for search, until in searches:
         DEADLINE[0] = until
-        try:
+        with contextlib.suppress(KeyboardInterrupt):  # how a search stops at its time
             search()
-        except KeyboardInterrupt:
-            pass
     for stream in {OUT, sys.stdout}:
         print(f"{DEVICE} seed {SEED}: {tally}", file=stream, flush=True)
 

@@ -7,6 +7,13 @@ with one ``except``. Messages name what is wrong and how to fix it.
 from __future__ import annotations
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` for a message, plural unless ``n`` is 1: ``counted(1, "entry") == "1 entry"``."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+
+
 class FuserError(Exception):
     """Base class of every error fuser-mlir raises on purpose."""
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuser_mlir.errors import DeviceError, InputError
+from fuser_mlir.errors import DeviceError, InputError, counted
 from fuser_mlir.frontend.datatype import is_python_number
 from fuser_mlir.hit_cache import HitCache
 from fuser_mlir.outputs import check_written_inputs, validate_outputs, visible_outputs
@@ -242,7 +242,7 @@ def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> li
     if len(inputs) != len(specs):
         tensors = sum(1 for s in specs if s.kind == "tensor")
         raise InputError(
-            f"the fusion takes {len(specs)} inputs ({tensors} tensors, {len(specs) - tensors} scalars), got {len(inputs)}; "
+            f"the fusion takes {counted(len(specs), 'input')} ({counted(tensors, 'tensor')}, {counted(len(specs) - tensors, 'scalar')}), got {len(inputs)}; "
             "pass one value per define_tensor/define_scalar input, in definition order"
         )
     args = [

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fuser_mlir.errors import InputError
+from fuser_mlir.errors import InputError, counted
 
 
 def visible_outputs(fusion) -> list:
@@ -33,7 +33,7 @@ def validate_outputs(fusion, args: Sequence[object], outputs, device: str = "cpu
         wrap = f"; to give the one output, wrap it: outputs=[buf]" if len(visible) == 1 and hasattr(outputs, "shape") else ""
         raise InputError(f"outputs must be None or a list with one entry (a buffer or None) per output, got {type(outputs).__name__}{wrap}")
     if len(outputs) != len(visible):
-        raise InputError(f"the fusion has {len(visible)} outputs, but outputs has {len(outputs)} entries; pass one buffer or None per output")
+        raise InputError(f"the fusion has {counted(len(visible), 'output')}, but outputs has {counted(len(outputs), 'entry')}; pass one buffer or None per output")
     shapes = [tuple(getattr(a, "shape", ())) for a in args]
     given: dict[int, object] = {}
     for index, (spec, buf) in enumerate(zip(visible, outputs)):

@@ -229,7 +229,7 @@ def test_cache_stats_and_clear(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert f"directory: {tmp_path / 'cache'}" in out and "state: on" in out and "entries: 1" in out
     assert main(["cache", "clear"]) == 0
-    assert "removed 1 entries" in capsys.readouterr().out
+    assert "removed 1 entry" in capsys.readouterr().out
     assert main(["cache", "stats"]) == 0
     assert "entries: 0" in capsys.readouterr().out
 

@@ -77,7 +77,7 @@ def test_given_outputs_are_written_in_place_and_returned(device):
 @pytest.mark.parametrize(
     "inputs, message",
     [
-        (lambda: [rand(4, 5), rand(1, 5)], "the fusion takes 3 inputs (2 tensors, 1 scalars), got 2"),
+        (lambda: [rand(4, 5), rand(1, 5)], "the fusion takes 3 inputs (2 tensors, 1 scalar), got 2"),
         (lambda: [rand(4, 5), rand(1, 5), rand(3)], "input 2 is a scalar (Double) of the definition"),
         (lambda: [1.0, rand(1, 5), 1.0], "input 0 is a tensor of the definition (shape [-1, -1])"),
         (lambda: [rand(4, 5, dtype=np.float64), rand(1, 5), 1.0], "input 0 has dtype float64, but the definition declares Float (float32)"),
@@ -125,7 +125,7 @@ def test_declared_contiguity_is_checked():
 @pytest.mark.parametrize(
     "make_outputs, message",
     [
-        (lambda x: [None], "the fusion has 2 outputs, but outputs has 1 entries"),
+        (lambda x: [None], "the fusion has 2 outputs, but outputs has 1 entry"),
         (lambda x: [np.empty(5, np.float32), None], "output 0 has shape [5], but the fusion produces shape [6]"),
         (lambda x: [np.empty(6, np.float64), None], "output 0 has dtype float64, but the fusion produces Float (float32)"),
         (lambda x: [_read_only(np.empty(6, np.float32)), None], "output 0 is read-only"),

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fuser_mlir.errors import DefinitionError
+from fuser_mlir.errors import DefinitionError, counted
 from fuser_mlir.frontend.datatype import DataType, is_python_number
 from fuser_mlir.frontend.ops import Ops
 from fuser_mlir.frontend.shapes import Extent, NonemptyCheck, Product, ReshapeCheck, ShapeAnalysis, UnionFind, format_shape
@@ -253,7 +253,7 @@ class FusionDefinition:
             flag = bool(contiguity)  # None: nothing declared, any strides (nvFuser's default False)
             return tuple(None if s == 1 else flag for s in shape)
         if len(contiguity) != rank:
-            raise DefinitionError(f"{api}: contiguity has {len(contiguity)} entries, but shape {list(shape)} has {rank} dims; give one per dim (None for broadcast dims)")
+            raise DefinitionError(f"{api}: contiguity has {counted(len(contiguity), 'entry')}, but shape {list(shape)} has {counted(rank, 'dim')}; give one per dim (None for broadcast dims)")
         allocation = sorted(range(rank), key=lambda d: -order[d])
         out: list[bool | None] = [None] * rank
         for position, (dim, flag) in enumerate(zip(allocation, contiguity)):
@@ -558,7 +558,7 @@ class FusionDefinition:
         cannot apply raises InputError instead of giving a wrong size.
         """
         if not 0 <= position < len(self._outputs):
-            raise IndexError(f"output position {position} is out of range: the fusion has {len(self._outputs)} outputs")
+            raise IndexError(f"output position {position} is out of range: the fusion has {counted(len(self._outputs), 'output')}")
         analysis = self.shape_analysis()
         analysis.check(input_shapes)
         tensor = self._values[self._outputs[position].value]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from fuser_mlir._mlir import func, ir
 from fuser_mlir.dialect import load_dialect, make_context
 from fuser_mlir.dialect.ops import create
-from fuser_mlir.errors import InputError
+from fuser_mlir.errors import InputError, counted
 from fuser_mlir.frontend.datatype import DataType
 from fuser_mlir.frontend.shapes import Product, ShapeAnalysis
 from fuser_mlir.frontend.values import Loc, Tensor, Value
@@ -187,7 +187,7 @@ def _given_mask(fd: "FusionDefinition", given_outputs) -> tuple[bool, ...]:
         return (False,) * len(visible)
     mask = tuple(bool(g) for g in given_outputs)
     if len(mask) != len(visible):
-        raise InputError(f"given_outputs has {len(mask)} entries, but fusion {fd.name!r} has {len(visible)} visible outputs; give one bool per visible output")
+        raise InputError(f"given_outputs has {counted(len(mask), 'entry')}, but fusion {fd.name!r} has {counted(len(visible), 'visible output')}; give one bool per visible output")
     return mask
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fuser_mlir.errors import DefinitionError
+from fuser_mlir.errors import DefinitionError, counted
 from fuser_mlir.frontend import promotion as P
 from fuser_mlir.frontend.datatype import DataType, is_python_number
 from fuser_mlir.frontend.shapes import Product, format_shape
@@ -353,7 +353,7 @@ class Ops:
                 raise DefinitionError(f"{api}: shape[{d}] is {s}; sizes are -1 (keep the operand's size) or positive")
         bdims = _ints(broadcast_dims, api, "broadcast_dims")
         if len(bdims) != value.ndim:
-            raise DefinitionError(f"{api}: broadcast_dims has {len(bdims)} entries, but the operand has rank {value.ndim}; give one result dim per operand dim")
+            raise DefinitionError(f"{api}: broadcast_dims has {counted(len(bdims), 'entry')}, but the operand has rank {value.ndim}; give one result dim per operand dim")
         if any(not 0 <= d < len(shape) for d in bdims) or sorted(set(bdims)) != bdims:
             raise DefinitionError(f"{api}: broadcast_dims {bdims} must be increasing and within the result rank {len(shape)} (shape {shape})")
         new_dims = tuple(d for d in range(len(shape)) if d not in bdims)

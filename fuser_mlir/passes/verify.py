@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import ops as O
 from fuser_mlir.dialect import types as T
+from fuser_mlir.errors import counted
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 
 
@@ -133,7 +134,7 @@ def verify_broadcast_in_dim(op: ir.Operation) -> None:
     dims = _dense_i64(op, "broadcast_dims")
     in_shape, out_shape = T.shape(src), T.shape(result)
     if len(dims) != len(in_shape):
-        raise _Invalid(f"broadcast_dims has {len(dims)} entries, but the operand has rank {len(in_shape)}")
+        raise _Invalid(f"broadcast_dims has {counted(len(dims), 'entry')}, but the operand has rank {len(in_shape)}")
     if sorted(set(dims)) != dims or any(not 0 <= d < len(out_shape) for d in dims):
         raise _Invalid(f"broadcast_dims {dims} must be increasing and within the result rank {len(out_shape)}")
     for i, d in enumerate(dims):

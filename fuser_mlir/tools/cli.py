@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from fuser_mlir import __version__
+from fuser_mlir.errors import counted
 
 
 def _demo_fusion():
@@ -281,7 +282,7 @@ def cache_command(args) -> int:
             removed = cache.clear()
         except OSError as err:
             return _error(f"cannot clear the cache at {cache.directory}: {err.strerror or err}")
-        print(f"removed {removed} entries from {cache.directory}")
+        print(f"removed {counted(removed, 'entry')} from {cache.directory}")
         return 0
     stats = cache.stats()
     from fuser_mlir import config

@@ -208,7 +208,7 @@ func.func @broadcast_scalar_result(%a: f32) -> f32 {
 // -----
 
 // broadcast_dims has one entry per operand dim.
-// CHECK-LABEL: error: 'fuser.broadcast_in_dim' op broadcast_dims has 1 entries, but the operand has rank 2
+// CHECK-LABEL: error: 'fuser.broadcast_in_dim' op broadcast_dims has 1 entry, but the operand has rank 2
 func.func @broadcast_dims_count(%a: tensor<?x4xf32>) -> tensor<?x4x2xf32> {
   %0 = "fuser.broadcast_in_dim"(%a) {broadcast_dims = array<i64: 0>} : (tensor<?x4xf32>) -> tensor<?x4x2xf32>
   return %0 : tensor<?x4x2xf32>

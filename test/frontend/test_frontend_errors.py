@@ -226,7 +226,7 @@ def test_bad_tensor_shapes(shape, message):
 
 def test_bad_contiguity_and_stride_order():
     with FusionDefinition() as fd:
-        with raises("fd.define_tensor: contiguity has 1 entries, but shape [-1, -1] has 2 dims; give one per dim (None for broadcast dims)"):
+        with raises("fd.define_tensor: contiguity has 1 entry, but shape [-1, -1] has 2 dims; give one per dim (None for broadcast dims)"):
             fd.define_tensor([-1, -1], contiguity=[True])
         with raises("fd.define_tensor: contiguity[1] is None, but dim 1 has size -1, not a broadcast dim; pass True or False"):
             fd.define_tensor([-1, -1], contiguity=[True, None])
@@ -334,7 +334,7 @@ def test_broadcast_in_dim_arguments():
         t = fd.define_tensor([-1, 1])
         s = fd.define_tensor([-1, 4])
         bid = fd.ops.broadcast_in_dim
-        with raises("fd.ops.broadcast_in_dim: broadcast_dims has 1 entries, but the operand has rank 2; give one result dim per operand dim"):
+        with raises("fd.ops.broadcast_in_dim: broadcast_dims has 1 entry, but the operand has rank 2; give one result dim per operand dim"):
             bid(t, [-1, 3, 2], [0])
         with raises("fd.ops.broadcast_in_dim: broadcast_dims [1, 0] must be increasing and within the result rank 3"):
             bid(t, [-1, 3, 2], [1, 0])
@@ -384,7 +384,7 @@ def test_shapes_that_cannot_broadcast():
 
 def test_given_outputs_must_match_the_visible_outputs():
     fd, _ = defined()
-    with pytest.raises(InputError, match=re.escape("given_outputs has 2 entries, but fusion 'f' has 1 visible outputs; give one bool per visible output")):
+    with pytest.raises(InputError, match=re.escape("given_outputs has 2 entries, but fusion 'f' has 1 visible output; give one bool per visible output")):
         fd.fusion_ir((True, False))
 
 

@@ -38,6 +38,7 @@ from fuser_mlir.errors import InputError  # noqa: E402
 
 DEVICE, OUT, DEADLINE = fuz_cli.DEVICE, fuz_cli.OUT, fuz_cli.DEADLINE
 counts = {"fusions": 0, "calls": 0, "other signatures": 0, "failures": 0}
+SIZES, MAX_ELEMENTS = [1, 7, 33, 130, 1000], 1 << 20  # sizes of symbolic dims; elements an array at most
 WORK = Path(tempfile.mkdtemp(prefix="artifact-fuzz-"))
 
 
@@ -58,9 +59,14 @@ def check(fd, make_arrays, rng, label: str) -> None:
     sets = []
     for _ in range(40):  # two sets of sizes the definition takes (a flattened dim may be bound to another size)
         arrays = make_arrays(rng)
+        if arrays is None:
+            continue
         try:
             sets.append((arrays, [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]))
         except InputError:
+            continue
+        if max([np.prod(s, dtype=np.int64) for s in sets[-1][1]], default=0) > MAX_ELEMENTS:
+            sets.pop()
             continue
         if len(sets) == 2:
             break
@@ -106,7 +112,10 @@ def programs(shapes, dtypes, steps, data):
     fd = random_fusion(shapes, dtypes, steps)
 
     def make_arrays(rng):
-        return [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, input_shapes(fd, rng, [1, 7, 33, 130, 1000]))]
+        shapes = input_shapes(fd, rng, SIZES)
+        if max([np.prod(s, dtype=np.int64) for s in shapes], default=0) > MAX_ELEMENTS:
+            return None  # three dims of 1000 would be 4 GB an array
+        return [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, shapes)]
 
     check(fd, make_arrays, np.random.default_rng(data), f"random_fusion({shapes!r}, {[d.name for d in dtypes]}, {steps!r}) data {data}")
 

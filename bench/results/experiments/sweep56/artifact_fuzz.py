@@ -16,29 +16,24 @@ not a test.
 
 import sys
 import tempfile
-import time
 import traceback
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, "test")
-sys.path.insert(0, str(Path(__file__).parents[1] / "sweep55"))
+sys.path.insert(0, str(Path(__file__).parent))
+import searches  # noqa: E402  (the two searches; puts test/ and sweep55/ on the path)
 from devices import to_device, to_host  # noqa: E402
-from hypothesis import given, seed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from random_programs import (  # noqa: E402
-    ALL_DTYPES, ROW_PROGRAMS, SHAPES, assert_matches_reference, input_shapes, poison, random_fusion, random_input, row_inputs, row_program, step,
-)
+from random_programs import assert_matches_reference, poison  # noqa: E402
 from reference import evaluate, visible_then_written  # noqa: E402
 
-import fuzz as fuz_cli  # noqa: E402  (sweep55/fuzz.py: the command line, OUT, SETTINGS and run)
 import fuser_mlir  # noqa: E402
 from fuser_mlir.errors import InputError  # noqa: E402
 
+fuz_cli = searches.fuz_cli
 DEVICE, OUT, DEADLINE = fuz_cli.DEVICE, fuz_cli.OUT, fuz_cli.DEADLINE
 counts = {"fusions": 0, "calls": 0, "other signatures": 0, "failures": 0}
-SIZES, MAX_ELEMENTS = [1, 7, 33, 130, 1000], 1 << 20  # sizes of symbolic dims; elements an array at most
+SIZES = [1, 7, 33, 130, 1000]  # of symbolic dims
 WORK = Path(tempfile.mkdtemp(prefix="artifact-fuzz-"))
 
 
@@ -65,7 +60,7 @@ def check(fd, make_arrays, rng, label: str) -> None:
             sets.append((arrays, [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]))
         except InputError:
             continue
-        if max([np.prod(s, dtype=np.int64) for s in sets[-1][1]], default=0) > MAX_ELEMENTS:
+        if max([np.prod(s, dtype=np.int64) for s in sets[-1][1]], default=0) > searches.MAX_ELEMENTS:
             sets.pop()
             continue
         if len(sets) == 2:
@@ -103,36 +98,5 @@ def check(fd, make_arrays, rng, label: str) -> None:
         print(f"== FAILURE at {stage} {label}\n   shapes {[[a.shape for a in s[0]] for s in sets]}\n{traceback.format_exc()[-3000:]}", file=OUT, flush=True)
 
 
-@seed(fuz_cli.SEED)
-@fuz_cli.SETTINGS
-@given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7), data=st.integers(0, 2**31))
-def programs(shapes, dtypes, steps, data):
-    if time.monotonic() > DEADLINE[0]:
-        raise KeyboardInterrupt
-    fd = random_fusion(shapes, dtypes, steps)
-
-    def make_arrays(rng):
-        shapes = input_shapes(fd, rng, SIZES)
-        if max([np.prod(s, dtype=np.int64) for s in shapes], default=0) > MAX_ELEMENTS:
-            return None  # three dims of 1000 would be 4 GB an array
-        return [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, shapes)]
-
-    check(fd, make_arrays, np.random.default_rng(data), f"random_fusion({shapes!r}, {[d.name for d in dtypes]}, {steps!r}) data {data}")
-
-
-@seed(fuz_cli.SEED)
-@fuz_cli.SETTINGS
-@given(**ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5, 23]), min_size=1, max_size=2), data=st.integers(0, 2**31))
-def rows(dtype, stages, weight, outputs, rows, data):
-    if time.monotonic() > DEADLINE[0]:
-        raise KeyboardInterrupt
-    fd = row_program(dtype, len(rows) + 1, stages, weight, outputs)
-
-    def make_arrays(rng):
-        return row_inputs(dtype, (*rows, int(rng.choice([1, 3, 8, 33, 128, 1000, 4099]))), weight, rng)
-
-    check(fd, make_arrays, np.random.default_rng(data), f"row_program({dtype.name}, {len(rows) + 1}, {stages!r}, {weight}, {outputs!r}) rows {rows} data {data}")
-
-
 if __name__ == "__main__":
-    fuz_cli.run([(programs, DEADLINE[0]), (rows, fuz_cli.END)], counts)
+    searches.run(check, counts, SIZES, (1, 2, 5, 23), (1, 3, 8, 33, 128, 1000, 4099))

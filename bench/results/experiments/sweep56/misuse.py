@@ -14,22 +14,18 @@ not a test.
 """
 
 import sys
-import time
 import traceback
 from pathlib import Path
 
-import numpy as np
 
-sys.path.insert(0, "test")
-sys.path.insert(0, str(Path(__file__).parents[1] / "sweep55"))
-from hypothesis import given, seed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent))
+import searches  # noqa: E402  (the two searches; puts test/ and sweep55/ on the path)
 from misuse import MISUSES, MUST_REFUSE, good_call, spoil, spoiled_call  # noqa: E402
-from random_programs import ALL_DTYPES, ROW_PROGRAMS, SHAPES, input_shapes, poison, random_fusion, random_input, row_inputs, row_program, step  # noqa: E402
+from random_programs import poison  # noqa: E402
 
-import fuzz as fuz_cli  # noqa: E402  (sweep55/fuzz.py: the command line, OUT, SETTINGS and run)
 from fuser_mlir.errors import InputError  # noqa: E402
 
+fuz_cli = searches.fuz_cli
 DEVICE, OUT, DEADLINE = fuz_cli.DEVICE, fuz_cli.OUT, fuz_cli.DEADLINE
 counts = {"fusions": 0, "spoiled calls": 0, "refused": 0, "ran": 0, "failures": 0}
 outcomes, messages = {}, {}  # each spoiling's outcomes (r refused, + ran), its first message
@@ -39,6 +35,8 @@ def check(fd, make_arrays, rng, label: str) -> None:
     visible = [o for o in fd.outputs if o.visible]
     for _ in range(20):  # sizes the definition takes (a flattened dim may be bound to another size)
         arrays = make_arrays(rng)
+        if arrays is None:
+            continue
         try:
             shapes = [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]
             break
@@ -70,32 +68,7 @@ def check(fd, make_arrays, rng, label: str) -> None:
               f"given {[g is not None for g in given_outputs]}\n{traceback.format_exc()[-3000:]}", file=OUT, flush=True)
 
 
-@seed(fuz_cli.SEED)
-@fuz_cli.SETTINGS
-@given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7), data=st.integers(0, 2**31))
-def programs(shapes, dtypes, steps, data):
-    if time.monotonic() > DEADLINE[0]:
-        raise KeyboardInterrupt
-    fd = random_fusion(shapes, dtypes, steps)
-
-    def make_arrays(rng):
-        return [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, input_shapes(fd, rng))]
-
-    check(fd, make_arrays, np.random.default_rng(data), f"random_fusion({shapes!r}, {[d.name for d in dtypes]}, {steps!r}) data {data}")
-
-
-@seed(fuz_cli.SEED)
-@fuz_cli.SETTINGS
-@given(**ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5]), min_size=1, max_size=2), cols=st.sampled_from([1, 3, 8, 33, 128]), data=st.integers(0, 2**31))
-def rows(dtype, stages, weight, outputs, rows, cols, data):
-    if time.monotonic() > DEADLINE[0]:
-        raise KeyboardInterrupt
-    fd = row_program(dtype, len(rows) + 1, stages, weight, outputs)
-    check(fd, lambda rng: row_inputs(dtype, (*rows, cols), weight, rng), np.random.default_rng(data),
-          f"row_program({dtype.name}, {len(rows) + 1}, {stages!r}, {weight}, {outputs!r}) rows {rows} cols {cols} data {data}")
-
-
 if __name__ == "__main__":
-    fuz_cli.run([(programs, DEADLINE[0]), (rows, fuz_cli.END)], counts)
+    searches.run(check, counts)
     for kind in MISUSES:
         print(f"{kind:24} {outcomes.get(kind, '')[:40]:40} {(messages.get(kind) or '')[:200]!r}", file=OUT, flush=True)

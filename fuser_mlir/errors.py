@@ -11,7 +11,7 @@ def counted(n: int, noun: str) -> str:
     """``n`` and ``noun`` for a message, plural unless ``n`` is 1: ``counted(1, "entry") == "1 entry"``."""
     if n == 1:
         return f"1 {noun}"
-    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{n} {noun}s"
 
 
 class FuserError(Exception):

@@ -12,6 +12,8 @@ the reference; those in ``MUST_REFUSE`` must raise.
 """
 
 import numpy as np
+import pytest
+from devices import cuda_available
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from misuse import MISUSES, MUST_REFUSE, good_call, spoil, spoiled_call
@@ -38,23 +40,52 @@ def check(fd, arrays, kind: str, rng, device: str) -> None:
     good_call(fd, arrays, given_outputs, device, f"the good call after one spoiled by {kind!r}")
 
 
-@settings(SETTINGS, max_examples=100)
-@given(
+#: The fusions of each random test on the CPU, and the first of them on the
+#: GPU (DeviceArrays, read-only and stride-0 ones included): each compiles
+#: there for a second or so, and the 100 and 60 took over four minutes (sweep 56).
+CPU_FUSIONS, CPU_ROW_PROGRAMS, GPU_FUSIONS = 100, 60, 20
+FUSIONS = dict(
     shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),
     kind=st.sampled_from(MISUSES), data=st.integers(0, 2**31),
 )
-def test_a_spoiled_call_of_a_random_fusion_refuses_and_loses_nothing_or_runs_right(device, shapes, dtypes, steps, kind, data):
+ROWS = dict(
+    **ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5]), min_size=1, max_size=2), cols=st.sampled_from([1, 3, 8, 33, 128]),
+    kind=st.sampled_from(MISUSES), data=st.integers(0, 2**31),
+)
+
+
+def random_fusion_case(device, shapes, dtypes, steps, kind, data):
     fd = random_fusion(shapes, dtypes, steps)
     rng = np.random.default_rng(data)
     check(fd, [random_input(spec, shape, rng) for spec, shape in zip(fd.inputs, input_shapes(fd, rng))], kind, rng, device)
 
 
-@settings(SETTINGS, max_examples=60)
-@given(**ROW_PROGRAMS, rows=st.lists(st.sampled_from([1, 2, 5]), min_size=1, max_size=2), cols=st.sampled_from([1, 3, 8, 33, 128]), kind=st.sampled_from(MISUSES), data=st.integers(0, 2**31))
-def test_a_spoiled_call_of_a_row_program_refuses_and_loses_nothing_or_runs_right(device, dtype, stages, weight, outputs, rows, cols, kind, data):
+def row_program_case(device, dtype, stages, weight, outputs, rows, cols, kind, data):
     fd = row_program(dtype, len(rows) + 1, stages, weight, outputs)
     rng = np.random.default_rng(data)
     check(fd, row_inputs(dtype, (*rows, cols), weight, rng), kind, rng, device)
+
+
+@settings(SETTINGS, max_examples=CPU_FUSIONS)
+@given(**FUSIONS)
+def test_a_spoiled_call_of_a_random_fusion_refuses_and_loses_nothing_or_runs_right(**drawn):
+    random_fusion_case("cpu", **drawn)
+
+
+@settings(SETTINGS, max_examples=CPU_ROW_PROGRAMS)
+@given(**ROWS)
+def test_a_spoiled_call_of_a_row_program_refuses_and_loses_nothing_or_runs_right(**drawn):
+    row_program_case("cpu", **drawn)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA device: needs cuda-bindings and an NVIDIA GPU")
+@settings(SETTINGS, max_examples=GPU_FUSIONS)
+@given(fusion=st.fixed_dictionaries(FUSIONS), row=st.fixed_dictionaries(ROWS))
+def test_spoiled_calls_refuse_and_lose_nothing_or_run_right_on_the_gpu(fusion, row):
+    """A random fusion's and a row program's spoiled calls on the GPU."""
+    random_fusion_case("cuda", **fusion)
+    row_program_case("cuda", **row)
 
 
 def test_every_spoiling_that_must_refuse_refuses_a_fusion_that_takes_them_all(device):

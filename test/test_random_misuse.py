@@ -40,9 +40,9 @@ def check(fd, arrays, kind: str, rng, device: str) -> None:
     good_call(fd, arrays, given_outputs, device, f"the good call after one spoiled by {kind!r}")
 
 
-#: The fusions of each random test on the CPU, and the first of them on the
-#: GPU (DeviceArrays, read-only and stride-0 ones included): each compiles
-#: there for a second or so, and the 100 and 60 took over four minutes (sweep 56).
+#: The random fusions and row programs on the CPU, and the pairs of them on
+#: the GPU (DeviceArrays, read-only and stride-0 ones included), fewer: each
+#: compiles there for a second or so; 100 and 60 took over four minutes (sweep 56f).
 CPU_FUSIONS, CPU_ROW_PROGRAMS, GPU_FUSIONS = 100, 60, 20
 FUSIONS = dict(
     shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),

@@ -17,7 +17,7 @@ from devices import to_device, to_host
 from random_programs import assert_matches_reference, poison
 from reference import evaluate, visible_then_written
 
-from fuser_mlir.errors import FuserError
+from fuser_mlir.errors import FuserError, InputError
 from fuser_mlir.runtime.arrays import DeviceArray
 
 #: Spoilings no definition accepts.
@@ -63,8 +63,8 @@ def spoil(kind: str, fd, arrays: list[np.ndarray], given: list, rng) -> tuple[li
             inputs[k] = a.astype(_other_dtype(a.dtype))
         elif kind == "input rank up":
             inputs[k] = a[np.newaxis].copy()
-        elif kind == "input rank down":
-            inputs[k] = a.reshape(a.shape[1:]).copy() if a.ndim and a.shape[0] == 1 else a.reshape(-1)[:1].reshape(()) if a.ndim else a.reshape(1)
+        elif kind == "input rank down":  # a 0-d input goes up instead
+            inputs[k] = a[0].copy() if a.ndim else a.reshape(1)
         elif kind == "input a list":
             inputs[k] = a.tolist()
         elif kind == "input None":
@@ -146,9 +146,8 @@ def spoiled_call(fd, inputs: list, outputs: list, device: str) -> str | None:
     placed_in = [place(v, device) for v in inputs]
     placed_out = [place(v, device, placed_in) for v in outputs]
     before = _snapshot(placed_in + placed_out)
-    visible = sum(1 for o in fd.outputs if o.visible)
     try:
-        results = fd.execute(placed_in, outputs=placed_out if any(v is not None for v in placed_out) or len(placed_out) != visible else None)
+        results = fd.execute(placed_in, outputs=placed_out)
     except FuserError as err:
         assert len(str(err)) > 20, f"a terse error: {err!r}"
         for k, (v, was) in enumerate(zip(placed_in + placed_out, before)):
@@ -162,14 +161,48 @@ def spoiled_call(fd, inputs: list, outputs: list, device: str) -> str | None:
     return None
 
 
-def good_call(fd, arrays: list[np.ndarray], given: list, device: str, label: str) -> None:
-    """The good call on copies of ``arrays`` and ``given``, checked against the reference."""
+def run_on_copies(run, fd, arrays: list[np.ndarray], given: list, device: str, label: str) -> list[np.ndarray]:
+    """``run(inputs, outputs)`` (``fd.execute``, a loaded artifact's ``run``)
+    on ``device`` copies of ``arrays`` and ``given`` (None: allocated), the
+    inputs it does not write checked unchanged: the visible results, then the
+    inputs written, in input order, on the host."""
     inputs = [to_device(a.copy(), device) for a in arrays]
-    outputs = [None if g is None else to_device(g.copy(), device) for g in given]
-    results = fd.execute(inputs, outputs=outputs if any(g is not None for g in outputs) else None)
-    expected, written, written_at = visible_then_written(fd, evaluate(fd, arrays, rounded=True))
-    for k, (g, want) in enumerate(zip([to_host(r) for r in results] + [to_host(inputs[i]) for i in written_at], expected + written)):
-        assert_matches_reference(g, want, f"{label}: result {k}")
+    results = run(inputs, [None if g is None else to_device(g.copy(), device) for g in given])
+    written_at = sorted(o.alias_input for o in fd.outputs if o.alias_input is not None)  # as visible_then_written orders them
     for k, (a, original) in enumerate(zip(inputs, arrays)):
         if k not in written_at:
             np.testing.assert_array_equal(to_host(a), original, err_msg=f"{label}: input {k} changed")
+    return [to_host(r) for r in results] + [to_host(inputs[k]) for k in written_at]
+
+
+def good_call(fd, arrays: list[np.ndarray], given: list, device: str, label: str) -> None:
+    """The good call on copies of ``arrays`` and ``given``, checked against the reference."""
+    got = run_on_copies(lambda i, o: fd.execute(i, outputs=o), fd, arrays, given, device, label)
+    expected, written, _ = visible_then_written(fd, evaluate(fd, arrays, rounded=True))
+    for k, (g, want) in enumerate(zip(got, expected + written)):
+        assert_matches_reference(g, want, f"{label}: result {k}")
+
+
+#: What :func:`spoiled_between_good_calls` returns where the spoiling does not apply.
+NOT_APPLICABLE = object()
+
+
+def spoiled_between_good_calls(fd, arrays: list[np.ndarray], kind: str, rng, device: str) -> str | None | object:
+    """The good call (given outputs poisoned, some), the call spoiled by
+    ``kind``, then the good call again (a hit), each checked: the spoiled
+    call's error message, or None where it ran; NOT_APPLICABLE, and no call,
+    where ``kind`` does not apply or the definition does not take these sizes."""
+    visible = [o for o in fd.outputs if o.visible]
+    try:
+        shapes = [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]
+    except InputError:  # a flattened dim bound to another size
+        return NOT_APPLICABLE
+    given = [poison(s, o.dtype.numpy) if rng.random() < 0.4 else None for s, o in zip(shapes, visible)]
+    spoiled = spoil(kind, fd, arrays, given, rng)
+    if spoiled is None:
+        return NOT_APPLICABLE
+    good_call(fd, arrays, given, device, "the first good call")
+    message = spoiled_call(fd, *spoiled, device)
+    assert message is not None or kind not in MUST_REFUSE, f"the call spoiled by {kind!r} ran"
+    good_call(fd, arrays, given, device, f"the good call after one spoiled by {kind!r}")
+    return message

@@ -16,28 +16,16 @@ import pytest
 from devices import cuda_available
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from misuse import MISUSES, MUST_REFUSE, good_call, spoil, spoiled_call
+from misuse import MISUSES, MUST_REFUSE, NOT_APPLICABLE, good_call, spoil, spoiled_call, spoiled_between_good_calls
 from random_programs import ALL_DTYPES, ROW_PROGRAMS, SHAPES, input_shapes, poison, random_fusion, random_input, row_inputs, row_program, step
 
 from fuser_mlir import DataType, FusionDefinition
-from fuser_mlir.errors import InputError
 
 SETTINGS = settings(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def check(fd, arrays, kind: str, rng, device: str) -> None:
-    visible = [o for o in fd.outputs if o.visible]
-    try:
-        shapes = [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]
-    except InputError:
-        assume(False)  # sizes the definition does not take (a flattened dim bound to another size)
-    given_outputs = [poison(s, o.dtype.numpy) if rng.random() < 0.4 else None for s, o in zip(shapes, visible)]
-    spoiled = spoil(kind, fd, arrays, given_outputs, rng)
-    assume(spoiled is not None)
-    good_call(fd, arrays, given_outputs, device, "the first good call")
-    message = spoiled_call(fd, *spoiled, device)
-    assert message is not None or kind not in MUST_REFUSE, f"the call spoiled by {kind!r} ran"
-    good_call(fd, arrays, given_outputs, device, f"the good call after one spoiled by {kind!r}")
+    assume(spoiled_between_good_calls(fd, arrays, kind, rng, device) is not NOT_APPLICABLE)
 
 
 #: The random fusions and row programs on the CPU, and the pairs of them on

@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import searches  # noqa: E402  (the two searches; puts test/ and sweep55/ on the path)
-from devices import to_device, to_host  # noqa: E402
+from devices import to_device  # noqa: E402
+from misuse import run_on_copies  # noqa: E402
 from random_programs import assert_matches_reference, poison  # noqa: E402
 from reference import evaluate, visible_then_written  # noqa: E402
 
@@ -31,41 +32,16 @@ import fuser_mlir  # noqa: E402
 from fuser_mlir.errors import InputError  # noqa: E402
 
 fuz_cli = searches.fuz_cli
-DEVICE, OUT, DEADLINE = fuz_cli.DEVICE, fuz_cli.OUT, fuz_cli.DEADLINE
+DEVICE, OUT = fuz_cli.DEVICE, fuz_cli.OUT
 counts = {"fusions": 0, "calls": 0, "other signatures": 0, "failures": 0}
 SIZES = [1, 7, 33, 130, 1000]  # of symbolic dims
 WORK = Path(tempfile.mkdtemp(prefix="artifact-fuzz-"))
 
 
-def one_call(run, fd, arrays, given):
-    """``run(inputs, outputs)`` on DEVICE copies: the visible results and the written inputs, on the host."""
-    inputs = [to_device(a.copy(), DEVICE) for a in arrays]
-    outputs = [None if g is None else to_device(g.copy(), DEVICE) for g in given]
-    results = run(inputs, outputs if any(g is not None for g in outputs) else None)
-    written_at = [o.alias_input for o in fd.outputs if o.alias_input is not None]
-    unchanged = [k for k in range(len(arrays)) if k not in written_at]
-    for k in unchanged:
-        np.testing.assert_array_equal(to_host(inputs[k]), arrays[k], err_msg=f"input {k} changed")
-    return [to_host(r) for r in results] + [to_host(inputs[k]) for k in dict.fromkeys(written_at)]
-
-
 def check(fd, make_arrays, rng, label: str) -> None:
     visible = [o for o in fd.outputs if o.visible]
-    sets = []
-    for _ in range(40):  # two sets of sizes the definition takes (a flattened dim may be bound to another size)
-        arrays = make_arrays(rng)
-        if arrays is None:
-            continue
-        try:
-            sets.append((arrays, [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]))
-        except InputError:
-            continue
-        if max([np.prod(s, dtype=np.int64) for s in sets[-1][1]], default=0) > searches.MAX_ELEMENTS:
-            sets.pop()
-            continue
-        if len(sets) == 2:
-            break
-    else:
+    sets = searches.arrays_it_takes(fd, make_arrays, rng, 2)  # two sets of sizes
+    if sets is None:
         return
     counts["fusions"] += 1
     path = WORK / (f"f{counts['fusions']}.fsn" if counts["fusions"] % 2 else f"f{counts['fusions']}")
@@ -73,7 +49,7 @@ def check(fd, make_arrays, rng, label: str) -> None:
     stage = "export"
     try:
         first = [to_device(poison(s, o.dtype.numpy), DEVICE) if g else None for g, s, o in zip(gives, sets[0][1], visible)]
-        fd.compile([to_device(a, DEVICE) for a in sets[0][0]], outputs=first if any(gives) else None).export(path)
+        fd.compile([to_device(a, DEVICE) for a in sets[0][0]], outputs=first).export(path)
         stage = "load"
         loaded = fuser_mlir.load(path)
         for n, (arrays, shapes) in enumerate([*sets, sets[0]]):
@@ -81,13 +57,13 @@ def check(fd, make_arrays, rng, label: str) -> None:
             stage = f"call {n}"
             given = [poison(s, o.dtype.numpy) if g else None for g, s, o in zip(gives, shapes, visible)]
             try:
-                got = one_call(loaded.run, fd, arrays, given)
+                got = run_on_copies(loaded.run, fd, arrays, given, DEVICE, f"call {n}")
             except InputError as err:  # sizes of 1 where the first had more, or other alignments: another signature
                 if "do not match the signature" not in str(err):
                     raise
                 counts["other signatures"] += 1
                 continue
-            fresh = one_call(lambda i, o: fd.execute(i, outputs=o), fd, arrays, given)
+            fresh = run_on_copies(lambda i, o: fd.execute(i, outputs=o), fd, arrays, given, DEVICE, f"call {n}")
             for k, (a, b) in enumerate(zip(got, fresh)):
                 np.testing.assert_array_equal(a, b, err_msg=f"result {k}: the loaded fusion against fd.execute")
             expected, written, _ = visible_then_written(fd, evaluate(fd, arrays, rounded=True))

@@ -1,7 +1,8 @@
 """The two searches misuse.py and artifact_fuzz.py run: random fusions and
 row programs, each handed to ``check(fd, make_arrays, rng, label)``, where
 ``make_arrays(rng)`` draws a set of inputs (None where one would be over
-MAX_ELEMENTS: draw again). Each stops past sweep55/fuzz.py's DEADLINE."""
+MAX_ELEMENTS: draw again; :func:`arrays_it_takes` draws those the fusion
+takes). Each stops past sweep55/fuzz.py's DEADLINE."""
 
 import sys
 import time
@@ -16,8 +17,30 @@ from hypothesis import strategies as st  # noqa: E402
 from random_programs import ALL_DTYPES, ROW_PROGRAMS, SHAPES, input_shapes, random_fusion, random_input, row_inputs, row_program, step  # noqa: E402
 
 import fuzz as fuz_cli  # noqa: E402  (sweep55/fuzz.py: the command line, OUT, SETTINGS and run)
+from fuser_mlir.errors import InputError  # noqa: E402
 
 MAX_ELEMENTS = 1 << 20  # three dims of 1000 would be 4 GB an array
+
+
+def arrays_it_takes(fd, make_arrays, rng, count: int, tries: int = 40) -> list[tuple[list, list]] | None:
+    """``count`` sets of inputs that ``fd`` takes, each with its visible
+    outputs' shapes, none over MAX_ELEMENTS; None where ``tries`` draws find
+    too few (a flattened dim bound to another size)."""
+    visible = [o for o in fd.outputs if o.visible]
+    sets = []
+    for _ in range(tries):
+        arrays = make_arrays(rng)
+        if arrays is None:
+            continue
+        try:
+            shapes = [fd.output_shape(o.position, [a.shape for a in arrays]) for o in visible]
+        except InputError:
+            continue
+        if max([np.prod(s, dtype=np.int64) for s in shapes], default=0) <= MAX_ELEMENTS:
+            sets.append((arrays, shapes))
+        if len(sets) == count:
+            return sets
+    return None
 
 
 def program_search(check, sizes=None):

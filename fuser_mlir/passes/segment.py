@@ -355,7 +355,15 @@ class _Assigner:
             self.ops.insert(at, clone)
             at += 1
         for user, index in uses:
-            user.operands[index] = copies[members[-1].results[0]]
+            self.set_operand(user, index, copies[members[-1].results[0]])
+
+    def set_operand(self, op: ir.Operation, index: int, value: ir.Value) -> None:
+        """``op``'s operand ``index`` set to ``value``, ``op`` keyed again in
+        ``seg``: the bindings hash an operation by its operands and attributes
+        (equality stays identity), so a key changed in place is lost to lookups."""
+        k = self.seg.pop(op)
+        op.operands[index] = value
+        self.seg[op] = k
 
     def erase_unused(self, members: list) -> None:
         """Erase those of ``members`` (program order) that nothing reads any

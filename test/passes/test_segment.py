@@ -28,7 +28,7 @@ from fuser_mlir.analysis.segments import (
 )
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import PipelineError, VerificationError
-from fuser_mlir.passes.segment import reduction_domain
+from fuser_mlir.passes.segment import _Assigner, reduction_domain, segment_ops
 from fuser_mlir.pipeline import run_pipeline
 
 SEGMENT = "fuser-verify,fuser-segment"
@@ -636,3 +636,24 @@ def test_random_fusions_outline_to_the_same_results(seed):
     ids = segment_ids(segmented)
     assert sorted(set(ids)) == list(range(max(ids) + 1))
     assert len(segment_functions(run(text, OUTLINE))) == max(ids) + 1
+
+
+def test_rule_6_keeps_every_op_it_rewires_placed():
+    """Rule 6 sets the operands of the later segments' users to the clones;
+    the bindings hash an operation by its operands, so a user left under its
+    old key was lost to ``seg`` lookups, and the next recompute saw it
+    unplaced some of the time, by where its new hash fell (random fusion 27
+    outlined to two different modules, 1 run in 100 or so)."""
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(random_fusion(27))
+        run_pipeline(module, "fuser-verify")
+        func = module.body.operations[0].operation
+        assigner = _Assigner(ops=segment_ops(func))
+        for op in assigner.ops:
+            assigner.place(op)
+        assigner.sink()
+        assigner.recompute()
+        assert all(op in assigner.seg for op in assigner.ops)
+    text = random_fusion(27)
+    assert len({run(text, SEGMENT) for _ in range(100)}) == 1

@@ -1,6 +1,8 @@
 """The fuser-mlir command: demo, show-segments, and the quick-start example."""
 
+import os
 import runpy
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +64,17 @@ def test_quickstart_example_runs():
 def test_console_script_module_entry_point():
     result = subprocess.run([sys.executable, "-m", "fuser_mlir.tools.cli", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("fuser-mlir ")
+
+
+@pytest.mark.parametrize("command", [["fuser_mlir.tools.cli", "demo"], ["fuser_mlir.tools.fuser_opt", "--list-passes"]], ids=["fuser-mlir", "fuser-opt"])
+def test_a_reader_that_goes_away_ends_the_command_as_mlir_opt_does(command):
+    # `fuser-opt FILE | head` printed a BrokenPipeError traceback. Here the pipe's read end is closed before the
+    # command writes, so its first write fails.
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "wb") as stdout:
+        child = subprocess.run([sys.executable, "-m", *command], stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    assert (child.returncode, child.stderr) == (128 + signal.SIGPIPE, "")
 
 
 def test_concat_example_writes_both_halves():

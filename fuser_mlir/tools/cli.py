@@ -5,7 +5,8 @@
                                       (Graphviz dot text; an SVG too when `dot` exists)
     fuser-mlir compile SCRIPT.py --export OUT
                                       compile the fusion SCRIPT.py defines for its example
-                                      inputs; write an artifact (OUT.fsn: one zip file)
+                                      inputs; write an artifact (OUT.fsn: one zip file; a
+                                      path without .fsn: a directory)
     fuser-mlir inspect ARTIFACT       check an artifact and print its signature, segments,
                                       buffers and alias contract (no MLIR, no kernels loaded)
     fuser-mlir cache stats|clear      the persistent kernel cache (FUSER_CACHE_DIR)
@@ -36,6 +37,7 @@ from pathlib import Path
 
 from fuser_mlir import __version__
 from fuser_mlir.errors import counted
+from fuser_mlir.tools import quiet_on_broken_pipe
 
 
 def _demo_fusion():
@@ -292,6 +294,7 @@ def cache_command(args) -> int:
     return 0
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fuser-mlir", description="fuser-mlir: a fusion compiler built on MLIR")
     parser.add_argument("--version", action="version", version=f"fuser-mlir {__version__}")

@@ -27,6 +27,7 @@ from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import PipelineError, UnknownPassError
 from fuser_mlir.passes import REGISTRY
 from fuser_mlir.pipeline import PIPELINES, DiagnosticCollector, build_pass_manager, format_diagnostic, run_pipeline
+from fuser_mlir.tools import quiet_on_broken_pipe
 
 SPLIT_MARKER = "// -----"
 #: A fuser op written in custom form: its name where a statement starts (``%y = fuser.exp %x : ...``).
@@ -256,6 +257,7 @@ def _echo_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     return FuserOptMain(argv).run()
 

@@ -40,6 +40,23 @@ def skip_without_cuda() -> None:
         pytest.skip("no CUDA device: needs cuda-bindings and an NVIDIA GPU")
 
 
+def assert_unchanged(actual, was: np.ndarray, message: str) -> None:
+    """``actual`` (any array :func:`to_host` reads) holds the bytes of
+    ``was``, element for element: NaNs compare equal to themselves, and a
+    NaN's payload must stay as it was too. ``np.testing.assert_array_equal``
+    sees a bfloat16 NaN as unequal to itself with the GPU host's NumPy and
+    ml_dtypes."""
+    actual = to_host(actual)
+    assert actual.shape == was.shape and actual.dtype == was.dtype, f"{message}: {actual.dtype}{list(actual.shape)}, was {was.dtype}{list(was.shape)}"
+    np.testing.assert_array_equal(_bytes(actual), _bytes(was), err_msg=message)
+
+
+def _bytes(array: np.ndarray) -> np.ndarray:
+    """Each element's bytes, a row of them an element."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    return flat.view(np.uint8).reshape(flat.size, array.dtype.itemsize)
+
+
 def to_device(array: np.ndarray, device: str):
     """``array`` itself on ``"cpu"``; a C-contiguous DeviceArray copy on ``"cuda"``/``"cuda:N"``."""
     if device == "cpu":

@@ -13,7 +13,7 @@ in :data:`MUST_REFUSE` never are.
 from __future__ import annotations
 
 import numpy as np
-from devices import to_device, to_host
+from devices import assert_unchanged, to_device, to_host
 from random_programs import assert_matches_reference, poison
 from reference import evaluate, visible_then_written
 
@@ -152,7 +152,7 @@ def spoiled_call(fd, inputs: list, outputs: list, device: str) -> str | None:
         assert len(str(err)) > 20, f"a terse error: {err!r}"
         for k, (v, was) in enumerate(zip(placed_in + placed_out, before)):
             if was is not None:
-                np.testing.assert_array_equal(to_host(v), was, err_msg=f"argument {k} changed by a refused call ({err})")
+                assert_unchanged(v, was, f"argument {k} changed by a refused call ({err})")
         return str(err)
     expected, written, written_at = visible_then_written(fd, evaluate(fd, before[: len(inputs)], rounded=True))
     got = [to_host(r) for r in results] + [to_host(placed_in[k]) for k in written_at]
@@ -171,7 +171,7 @@ def run_on_copies(run, fd, arrays: list[np.ndarray], given: list, device: str, l
     written_at = sorted(o.alias_input for o in fd.outputs if o.alias_input is not None)  # as visible_then_written orders them
     for k, (a, original) in enumerate(zip(inputs, arrays)):
         if k not in written_at:
-            np.testing.assert_array_equal(to_host(a), original, err_msg=f"{label}: input {k} changed")
+            assert_unchanged(a, original, f"{label}: input {k} changed")
     return [to_host(r) for r in results] + [to_host(inputs[k]) for k in written_at]
 
 

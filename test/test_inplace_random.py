@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from blocks import cut_into_blocks, keep_every_intermediate
-from devices import cuda_available, to_device, to_host
+from devices import assert_unchanged, cuda_available, to_device, to_host
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from reference import evaluate
@@ -407,7 +407,7 @@ def run_and_check(
         if k in aliased:
             assert_close(to_host(arg), expected[aliased[k]], float32[aliased[k]], scale, f"policy={policy}: aliased input {k}")
         else:
-            np.testing.assert_array_equal(to_host(arg), entry, err_msg=f"policy={policy}: input {k} is not aliased but changed")
+            assert_unchanged(arg, entry, f"policy={policy}: input {k} is not aliased but changed")
 
 
 def check_every_policy(recipe: Recipe, device: str, runs: int = 1) -> None:

@@ -44,7 +44,7 @@ from random_programs import (  # noqa: E402
     row_program, step,
 )
 from reference import evaluate, visible_then_written  # noqa: E402
-from devices import to_host  # noqa: E402
+from devices import assert_unchanged, to_host  # noqa: E402
 
 MAX_ELEMENTS = 1 << 22
 DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
@@ -79,7 +79,7 @@ def call(fd, arrays, rng, device: str, expected=None, choices=None) -> tuple:
             assert_matches_reference(g, want, f"result {k}")
         for k, (a, original) in enumerate(zip(inputs, arrays)):
             if k not in written_at:
-                np.testing.assert_array_equal(to_host(a), original, err_msg=f"input {k} changed")
+                assert_unchanged(a, original, f"input {k} changed")
     except AssertionError as err:
         return choices, err
     return choices, None

@@ -14,7 +14,7 @@ the reference; those in ``MUST_REFUSE`` must raise.
 import numpy as np
 import pytest
 from devices import cuda_available
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from misuse import MISUSES, MUST_REFUSE, NOT_APPLICABLE, good_call, spoil, spoiled_call, spoiled_between_good_calls
 from random_programs import ALL_DTYPES, ROW_PROGRAMS, SHAPES, input_shapes, poison, random_fusion, random_input, row_inputs, row_program, step
@@ -68,7 +68,7 @@ def test_a_spoiled_call_of_a_row_program_refuses_and_loses_nothing_or_runs_right
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA device: needs cuda-bindings and an NVIDIA GPU")
-@settings(SETTINGS, max_examples=GPU_FUSIONS)
+@settings(SETTINGS, max_examples=GPU_FUSIONS, phases=[Phase.explicit, Phase.generate])  # a shrink costs minutes there
 @given(fusion=st.fixed_dictionaries(FUSIONS), row=st.fixed_dictionaries(ROWS))
 def test_spoiled_calls_refuse_and_lose_nothing_or_run_right_on_the_gpu(fusion, row):
     """A random fusion's and a row program's spoiled calls on the GPU."""

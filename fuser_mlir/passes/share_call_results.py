@@ -93,7 +93,7 @@ KEEP_BYTES = 4 * 1024 * 1024
 _NO_WRITES = ("memref.alloc", "memref.dim")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Leaf:
     """An input of a generic as a shared value reads it: the buffer (or
     scalar) and its indexing map."""
@@ -114,7 +114,11 @@ def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
     (op, attributes, result type, operand keys) the first time it is seen,
     across the generics of a function, so that keys compare and hash as
     numbers. The result type counts: ``arith.extui`` of one ``i1`` to ``i8``
-    and to ``i64`` are two values."""
+    and to ``i64`` are two values. A key's leaves are distinct, in the order
+    its operands first reach them: a body where each value reads the one
+    before twice (``%v1 = %v0 * %v0``, a recomputed row program) would
+    otherwise list its input 2^n times (a row program of three stages ran
+    out of memory)."""
     count = len(g.inputs)
     keys, leaves = {}, {}
     for arg, operand, amap in zip(list(g.body.arguments)[:count], g.inputs, g.maps):
@@ -124,11 +128,11 @@ def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
     for op in list(g.body.operations)[:-1]:
         if len(op.results) != 1 or op.regions:
             continue
-        operand_keys, found = [], []
+        operand_keys, found = [], {}
         for v in op.operands:
             if v in keys:
                 operand_keys.append(keys[v])
-                found += leaves[keys[v]]
+                found.update(dict.fromkeys(leaves[keys[v]]))
             elif v not in inside:
                 operand_keys.append(("outside", v))
             else:
@@ -136,7 +140,7 @@ def _keys(g: Generic, interned: dict) -> tuple[dict, dict]:
         else:
             key = interned.setdefault((op.name, _attributes(op), str(op.results[0].type), tuple(operand_keys)), len(interned))
             keys[op.results[0]] = key
-            leaves[key] = found
+            leaves[key] = list(found)
     return keys, leaves
 
 

@@ -126,3 +126,51 @@ def test_values_that_differ_in_type_alone_are_not_shared(build, monkeypatch):
     else:
         for g, want in zip(got, expected):
             np.testing.assert_array_equal(g[~near], want[~near])
+
+
+def test_a_value_that_reads_one_value_twice_has_that_values_leaves_once():
+    """Each key listed its operands' leaves one after the other, duplicates
+    and all: a body where each value reads the one before twice listed its
+    input 2^n times, and a bfloat16 row program of three stages (its last
+    nests compute the earlier stages again) ran out of memory as it
+    compiled. Here 2^24 entries before; one now."""
+    from fuser_mlir._mlir import ir
+    from fuser_mlir.lowering.gpu_schedule import Generic
+    from fuser_mlir.passes.share_call_results import _keys, _Leaf
+
+    chain = "\n".join(f"      %v{k + 1} = arith.mulf %v{k}, %v{k} : f32" for k in range(24))
+    text = f"""
+func.func @f(%x: memref<?xf32>, %w: memref<?xf32>, %out: memref<?xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}} ins(%x, %w : memref<?xf32>, memref<?xf32>) outs(%out : memref<?xf32>) {{
+    ^bb0(%v0: f32, %w0: f32, %o: f32):
+{chain}
+      %last = arith.addf %v24, %w0 : f32
+      linalg.yield %last : f32
+  }}
+  return
+}}"""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        generic = list(module.body.operations[0].regions[0].blocks[0].operations)[0]
+        g = Generic.of(generic.operation)
+        keys, leaves = _keys(g, {})
+        body = list(g.body.operations)
+        x, w = g.inputs
+        assert leaves[keys[body[23].results[0]]] == [_Leaf(x, g.maps[0])]
+        assert leaves[keys[body[24].results[0]]] == [_Leaf(x, g.maps[0]), _Leaf(w, g.maps[1])]
+
+
+def test_a_bfloat16_row_program_of_three_stages_compiles_and_runs_right(monkeypatch):
+    """The program that ran out of memory (sweep56/misuse.py, seed 61)."""
+    from random_programs import assert_matches_reference, row_program
+
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    stages = [(["exp", "sin"], "max", True, "add", False), (["exp", "exp"], "min", True, "sub", False), (["exp", "sin"], "max", True, "add", False)]
+    fd = row_program(DataType.BFloat16, 2, stages, False, "the last value")
+    x = np.random.default_rng().standard_normal((5, 128)).astype(DataType.BFloat16.numpy)
+    entry = x.copy()
+    (expected,) = evaluate(fd, [x], rounded=True)
+    (got,) = fd.execute([x], outputs=poisoned(fd, [expected]))
+    assert_matches_reference(got, expected, "the row program")
+    np.testing.assert_array_equal(x.view(np.uint16), entry.view(np.uint16))

@@ -154,6 +154,7 @@ class _Nest:
     leaves: dict  # key -> its leaves
     computed: dict  # key -> a value of the body with that key
     stored: dict  # key -> the output the value is written to through the identity map
+    with_call: set  # the values of the body computed with a function call (:func:`_with_call`)
 
     @classmethod
     def of(cls, op: ir.Operation, interned: dict) -> "_Nest":
@@ -162,18 +163,19 @@ class _Nest:
         identity = ir.AffineMap.get_identity(len(g.iterators))
         yielded = list(list(g.body.operations)[-1].operands)
         stored = {keys[v]: o for o, amap, v in zip(g.outputs, g.maps[len(g.inputs) :], yielded) if amap == identity and v in keys}
-        return cls(g, keys, leaves, {key: value for value, key in keys.items()}, stored)
+        return cls(g, keys, leaves, {key: value for value, key in keys.items()}, stored, _with_call(g))
 
 
-def _has_call(value: ir.Value) -> bool:
-    """Whether ``value`` is computed with a function call (it, or a value it
-    is computed from, in the same body)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return False
-    if owner.name == "func.call":
-        return True
-    return any(_has_call(v) for v in owner.operands)
+def _with_call(g: Generic) -> set[ir.Value]:
+    """The values of ``g``'s body computed with a function call: by one, or
+    from a value that is, in one pass over the body (a walk up from each
+    value took time exponential in the depth of a body whose values read
+    the one before twice)."""
+    found: set[ir.Value] = set()
+    for op in g.body.operations:
+        if op.operation.name == "func.call" or any(v in found for v in op.operands):
+            found.update(op.results)
+    return found
 
 
 def _shared(available: dict, leaves: dict, b: _Nest) -> list[tuple]:
@@ -193,7 +195,7 @@ def _shared(available: dict, leaves: dict, b: _Nest) -> list[tuple]:
 
     pairs = []
     for value, key in b.keys.items():
-        if key not in common or isinstance(value.owner, ir.Block) or not _has_call(value):
+        if key not in common or value not in b.with_call:
             continue
         if all(len(use.owner.results) == 1 and taken(use.owner.results[0]) for use in value.uses):
             continue  # only used inside a larger shared value

@@ -128,37 +128,70 @@ def test_values_that_differ_in_type_alone_are_not_shared(build, monkeypatch):
             np.testing.assert_array_equal(g[~near], want[~near])
 
 
+def squarings(count: int, call_at: int) -> str:
+    """A function of one generic whose body squares its input ``count``
+    times, ``expf`` of the ``call_at``-th square in their place, then adds
+    the other input."""
+    lines = []
+    for k in range(count):
+        square = f"arith.mulf %v{k}, %v{k} : f32"
+        lines.append(f"      %v{k + 1} = " + (f"func.call @expf(%v{k}) : (f32) -> f32" if k == call_at else square))
+    chain = "\n".join(lines)
+    return f"""
+func.func private @expf(f32) -> f32
+func.func @f(%x: memref<?xf32>, %w: memref<?xf32>, %out: memref<?xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}} ins(%x, %w : memref<?xf32>, memref<?xf32>) outs(%out : memref<?xf32>) {{
+    ^bb0(%v0: f32, %w0: f32, %o: f32):
+{chain}
+      %last = arith.addf %v{count}, %w0 : f32
+      linalg.yield %last : f32
+  }}
+  return
+}}"""
+
+
+def the_generic(text: str, check):
+    """``check(g)`` on the one generic of ``text`` (:func:`squarings`)."""
+    from fuser_mlir._mlir import ir
+    from fuser_mlir.lowering.gpu_schedule import Generic
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        generic = list(module.body.operations[1].regions[0].blocks[0].operations)[0]
+        check(Generic.of(generic.operation))
+
+
 def test_a_value_that_reads_one_value_twice_has_that_values_leaves_once():
     """Each key listed its operands' leaves one after the other, duplicates
     and all: a body where each value reads the one before twice listed its
     input 2^n times, and a bfloat16 row program of three stages (its last
     nests compute the earlier stages again) ran out of memory as it
     compiled. Here 2^24 entries before; one now."""
-    from fuser_mlir._mlir import ir
-    from fuser_mlir.lowering.gpu_schedule import Generic
     from fuser_mlir.passes.share_call_results import _keys, _Leaf
 
-    chain = "\n".join(f"      %v{k + 1} = arith.mulf %v{k}, %v{k} : f32" for k in range(24))
-    text = f"""
-func.func @f(%x: memref<?xf32>, %w: memref<?xf32>, %out: memref<?xf32>) {{
-  linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, affine_map<(d0) -> (d0)>],
-                  iterator_types = ["parallel"]}} ins(%x, %w : memref<?xf32>, memref<?xf32>) outs(%out : memref<?xf32>) {{
-    ^bb0(%v0: f32, %w0: f32, %o: f32):
-{chain}
-      %last = arith.addf %v24, %w0 : f32
-      linalg.yield %last : f32
-  }}
-  return
-}}"""
-    with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        generic = list(module.body.operations[0].regions[0].blocks[0].operations)[0]
-        g = Generic.of(generic.operation)
+    def check(g):
         keys, leaves = _keys(g, {})
         body = list(g.body.operations)
         x, w = g.inputs
         assert leaves[keys[body[23].results[0]]] == [_Leaf(x, g.maps[0])]
         assert leaves[keys[body[24].results[0]]] == [_Leaf(x, g.maps[0]), _Leaf(w, g.maps[1])]
+
+    the_generic(squarings(24, call_at=-1), check)
+
+
+@pytest.mark.parametrize("call_at", [-1, 0, 30], ids=["no call", "a call first", "a call halfway"])
+def test_the_values_computed_with_a_call_are_found_in_one_pass(call_at):
+    """They were found by a walk up from each value, which took 2^n steps
+    in such a body: 60 squarings would never finish."""
+    from fuser_mlir.passes.share_call_results import _with_call
+
+    def check(g):
+        body = list(g.body.operations)
+        expected = set() if call_at < 0 else {op.results[0] for op in body[call_at:-1]}
+        assert _with_call(g) == expected
+
+    the_generic(squarings(60, call_at), check)
 
 
 def test_a_bfloat16_row_program_of_three_stages_compiles_and_runs_right(monkeypatch):

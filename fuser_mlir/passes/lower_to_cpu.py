@@ -56,6 +56,7 @@ from fuser_mlir._mlir import arith, bufferization, func, ir
 from fuser_mlir.dialect import ops as O
 from fuser_mlir.dialect import types as T
 from fuser_mlir.lowering import linalg as L
+from fuser_mlir.lowering import scalar as S
 from fuser_mlir.lowering import vector_library as VL
 from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 
@@ -213,6 +214,8 @@ class _SegmentLowering:
     values: dict  # old ir.Value -> new ir.Value
     memrefs: dict  # old block argument -> new memref argument
     float_extremum: str = "order-keys"
+    fuse_shared: bool = False  # elementwise cones as one generic each (:meth:`cone`)
+    block_ops: list = dataclasses.field(default_factory=list)  # the ops of the function being lowered, in order
     stored: set = dataclasses.field(default_factory=set)  # lowered values already stored
 
     def operand(self, value: ir.Value) -> ir.Value:
@@ -277,11 +280,51 @@ class _SegmentLowering:
             # fuses single-use producers only, and a producer shared with a
             # later pointwise op (exp(x - max) in a softmax) would otherwise
             # be written to a full-size intermediate buffer.
-            operand = self.recompute(op.operands[0], {})
+            memo: dict = {}
+            value = op.operands[0]
+            if self.fuse_shared and _in_cone(value.owner):
+                operand = self.cone(value, lambda leaf: self.recompute(leaf, memo))
+            else:
+                operand = self.recompute(value, memo)
             self.values[op.results[0]] = lower_op(op, [operand], self.float_extremum)
+        elif self.fuse_shared and _in_cone(op):
+            if all(_in_cone(use.owner) for use in op.results[0].uses):
+                return  # each consumer computes it in its own cone
+            self.values[op.results[0]] = self.cone(op.results[0], self.shared_or_recomputed)
         else:
             operands = [self.shared_or_recomputed(v) if _is_elementwise(op) else self.operand(v) for v in op.operands]
             self.values[op.results[0]] = lower_op(op, operands, self.float_extremum)
+
+    def cone(self, root: ir.Value, leaf) -> ir.Value:
+        """``root`` as one all-parallel generic that computes its whole cone
+        of :func:`_in_cone` ops element by element, each value of the cone
+        once however many ops of it read it; ``leaf(value)`` lowers each
+        value the cone reads (a tensor through its broadcast map, a scalar
+        captured). Built op by op, a value read twice would be written to a
+        full-size buffer (linalg-fuse-elementwise-ops fuses single-use
+        producers only)."""
+        ops, leaves, stack = {}, {}, [root]
+        while stack:
+            value = stack.pop()
+            owner = value.owner
+            if value in ops or value in leaves:
+                continue
+            if isinstance(owner, ir.Block) or not _in_cone(owner):
+                leaves[value] = None
+                continue
+            ops[value] = owner
+            stack.extend(owner.operands)
+        order = {v: i for i, v in enumerate(op.results[0] for op in self.block_ops if op.results)}
+        program = sorted(ops.items(), key=lambda item: order[item[0]])
+        reads = list(dict.fromkeys(v for _, op in program for v in op.operands if v in leaves))  # in the order the program reads them
+
+        def body(elements: list[ir.Value]) -> ir.Value:
+            element = dict(zip(reads, elements))
+            for value, op in program:
+                element[value] = _element(op, [element[v] for v in op.operands])
+            return element[root]
+
+        return L.elementwise([leaf(v) for v in reads], root.type, body)
 
     def shared_or_recomputed(self, value: ir.Value) -> ir.Value:
         """The operand of an elementwise op: recomputed privately when it is a
@@ -322,18 +365,45 @@ def _cone_size(value: ir.Value, limit: int) -> int:
     return total
 
 
+#: The categories of fuser ops that map each element of their (broadcast)
+#: operands to one element of their result.
+_CONE_CATEGORIES = ("unary", "binary", "ternary", "cast", "copy")
+
+
+def _in_cone(op) -> bool:
+    """A fuser op that maps each element of its broadcast tensor operands to
+    one element of its tensor result: pointwise ops, casts and copies."""
+    if isinstance(op, ir.Block):
+        return False
+    name = O.short_name(op.name)
+    return name is not None and len(op.results) == 1 and T.is_tensor(op.results[0].type) and O.CATEGORY[name] in _CONE_CATEGORIES
+
+
+def _element(op: ir.Operation, elements: list[ir.Value]) -> ir.Value:
+    """One element of an :func:`_in_cone` op's result from its operands' elements."""
+    name = O.short_name(op.name)
+    element_type = T.element_type(op.results[0].type)
+    category = O.CATEGORY[name]
+    if category == "cast":
+        return S.cast(elements[0], element_type)
+    if category == "copy":
+        return elements[0]
+    return S.pointwise(name, elements, element_type)
+
+
 def _is_elementwise(op: ir.Operation) -> bool:
     """A fuser op with a tensor result that lowers to an all-parallel generic
     (or to nothing), so that recomputing it inside a consumer is cheap."""
     name = O.short_name(op.name)
     if name is None or not T.is_tensor(op.results[0].type):
         return False
-    return O.CATEGORY[name] in ("unary", "binary", "ternary", "cast", "copy") or name in ("broadcast_in_dim", "permute")
+    return O.CATEGORY[name] in _CONE_CATEGORIES or name in ("broadcast_in_dim", "permute")
 
 
-def lower_segment(function: ir.Operation, float_extremum: str = "order-keys") -> None:
+def lower_segment(function: ir.Operation, float_extremum: str = "order-keys", fuse_shared: bool = False) -> None:
     """Replace ``function`` by its lowered form (same name, memref arguments);
-    ``float_extremum`` as for :func:`lower_op`."""
+    ``float_extremum`` as for :func:`lower_op`; ``fuse_shared``: each
+    elementwise value one generic of its whole cone (:meth:`_SegmentLowering.cone`)."""
     old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
     arg_types = [lowered_argument_type(t) for t in old_type.inputs]
     with function.location, ir.InsertionPoint(function):
@@ -353,8 +423,8 @@ def lower_segment(function: ir.Operation, float_extremum: str = "order-keys") ->
             for old, new_arg in zip(old_args, entry.arguments)
             if not T.is_tensor(old.type)
         }
-        state = _SegmentLowering(values, memrefs, float_extremum=float_extremum)
-        for op in _body_ops(function):
+        state = _SegmentLowering(values, memrefs, float_extremum=float_extremum, fuse_shared=fuse_shared, block_ops=_body_ops(function))
+        for op in state.block_ops:
             with op.location:
                 state.lower(op)
         func.ReturnOp([])
@@ -436,6 +506,9 @@ class LowerToCpuPass(FuserPass):
     float_extremum: str = "order-keys"
     #: Refuse whole fusions (see unsegmented_errors) instead of leaving them as they are.
     segments_only: bool = False
+    #: Lower each elementwise value as one generic of its whole cone, so that a value
+    #: read twice is computed in registers rather than written to a buffer.
+    fuse_shared: bool = False
 
     def run(self, module: ir.Operation) -> None:
         if self.vector_library and self.vector_library not in VL.LIBRARIES:
@@ -464,6 +537,6 @@ class LowerToCpuPass(FuserPass):
         if failed:
             raise PassFailure()
         for function in segments:
-            lower_segment(function, self.float_extremum)
+            lower_segment(function, self.float_extremum, self.fuse_shared)
         if segments:
             declare_callees(module, self.vector_library)

@@ -4,6 +4,7 @@
 // RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=maximumf}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=MAXF
 // RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{float-extremum=keys}' --split-input-file | FileCheck %s --check-prefix=BADEXT
 // RUN: %exit-status %fuser-opt %s -p 'fuser-lower-to-cpu{segments-only=true}' --split-input-file | FileCheck %s --check-prefix=WHOLE
+// RUN: %fuser-opt %s -p 'fuser-lower-to-cpu{fuse-shared=true}' --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SHARED
 
 // fuser-lower-to-cpu rewrites each segment function (fuser.num_inputs, every
 // store into an argument, no calls) into a function over strided memrefs that
@@ -254,3 +255,35 @@ func.func @twice_seg0(%arg0: memref<?xf32, strided<[?], offset: ?>>, %arg1: memr
   return
 }
 // WHOLE: exit status: 1
+
+// -----
+// With fuse-shared, a value two ops read (%y, read by mul and by sin) is
+// computed once in the body of the one generic that computes the output:
+// the broadcast bias and the scalar are read as before. Without it, %y and
+// %sq are generics of their own, which linalg-fuse-elementwise-ops cannot
+// fuse into both readers.
+// SHARED-LABEL: func.func @shared_seg0(
+// SHARED-DAG:     %[[TX:.*]] = bufferization.to_tensor %arg0 restrict
+// SHARED-DAG:     %[[TB:.*]] = bufferization.to_tensor %arg1 restrict
+// SHARED:         %[[OUT:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[TX]], %[[TB]] : {{.*}})
+// SHARED-NEXT:    ^bb0(%[[X:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32):
+// SHARED-NEXT:      %[[Y:.*]] = arith.addf %[[X]], %[[B]] : f32
+// SHARED-NEXT:      %[[SQ:.*]] = arith.mulf %[[Y]], %[[Y]] : f32
+// SHARED-NEXT:      %[[SIN:.*]] = func.call @sinf(%[[Y]]) : (f32) -> f32
+// SHARED-NEXT:      %[[SUM:.*]] = arith.addf %[[SQ]], %[[SIN]] : f32
+// SHARED-NEXT:      %[[SCALED:.*]] = arith.mulf %[[SUM]], %{{.*}} : f32
+// SHARED-NEXT:      linalg.yield %[[SCALED]] : f32
+// SHARED-NOT:     linalg.generic
+// SHARED:         bufferization.materialize_in_destination %[[OUT]]
+// CHECK-LABEL: func.func @shared_seg0(
+// CHECK-COUNT-5: linalg.generic
+func.func private @shared_seg0(%x: tensor<?x4xf32>, %b: tensor<1x4xf32>, %s: f32, %out: tensor<?x4xf32>) -> tensor<?x4xf32>
+    attributes {fuser.num_inputs = 3 : i64} {
+  %y = "fuser.add"(%x, %b) : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  %sq = "fuser.mul"(%y, %y) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %sin = "fuser.sin"(%y) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %sum = "fuser.add"(%sq, %sin) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %scaled = "fuser.mul"(%sum, %s) : (tensor<?x4xf32>, f32) -> tensor<?x4xf32>
+  %stored = "fuser.store"(%scaled, %out) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %stored : tensor<?x4xf32>
+}

@@ -11,25 +11,16 @@ times its compile for the CPU (FUSER_CACHE=0 to time it afresh)."""
 import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from fuser_mlir import FusionDefinition
-from fuser_mlir.compiler import compile_fusion
-from fuser_mlir.errors import CompileError
+root = Path(__file__).resolve().parents[4]
+sys.path[:0] = [str(root / "test"), str(root / "test" / "lowering")]
+from test_fuse_shared import chain  # noqa: E402  (the chain the tests compile)
 
-
-def chain(ops: int) -> FusionDefinition:
-    with FusionDefinition(name=f"chain{ops}") as fd:
-        x = fd.define_tensor(shape=[-1, -1])
-        b = fd.define_tensor(shape=[-1, -1])
-        y = x + b
-        for k in range(ops):
-            y = y * y + fd.ops.sin(y) if k % 2 else fd.ops.tanh(y) - y * 0.5
-            if k % 25 == 24:
-                y = y - fd.ops.max(y, dims=[1], keepdim=True)
-        fd.add_output(y)
-    return fd
+from fuser_mlir.compiler import compile_fusion  # noqa: E402
+from fuser_mlir.errors import CompileError  # noqa: E402
 
 
 for ops in (1, 6, 12, 25, 50, 100):

@@ -215,7 +215,7 @@ class _SegmentLowering:
     memrefs: dict  # old block argument -> new memref argument
     float_extremum: str = "order-keys"
     fuse_shared: bool = False  # elementwise cones as one generic each (:meth:`cone`)
-    block_ops: list = dataclasses.field(default_factory=list)  # the ops of the function being lowered, in order
+    positions: dict = dataclasses.field(default_factory=dict)  # old ir.Value -> where its op stands in the body (:meth:`cone`)
     stored: set = dataclasses.field(default_factory=set)  # lowered values already stored
 
     def operand(self, value: ir.Value) -> ir.Value:
@@ -306,16 +306,14 @@ class _SegmentLowering:
         ops, leaves, stack = {}, {}, [root]
         while stack:
             value = stack.pop()
-            owner = value.owner
             if value in ops or value in leaves:
                 continue
-            if isinstance(owner, ir.Block) or not _in_cone(owner):
+            if not _in_cone(value.owner):
                 leaves[value] = None
                 continue
-            ops[value] = owner
-            stack.extend(owner.operands)
-        order = {v: i for i, v in enumerate(op.results[0] for op in self.block_ops if op.results)}
-        program = sorted(ops.items(), key=lambda item: order[item[0]])
+            ops[value] = value.owner
+            stack.extend(value.owner.operands)
+        program = sorted(ops.items(), key=lambda item: self.positions[item[0]])
         reads = list(dict.fromkeys(v for _, op in program for v in op.operands if v in leaves))  # in the order the program reads them
 
         def body(elements: list[ir.Value]) -> ir.Value:
@@ -423,8 +421,10 @@ def lower_segment(function: ir.Operation, float_extremum: str = "order-keys", fu
             for old, new_arg in zip(old_args, entry.arguments)
             if not T.is_tensor(old.type)
         }
-        state = _SegmentLowering(values, memrefs, float_extremum=float_extremum, fuse_shared=fuse_shared, block_ops=_body_ops(function))
-        for op in state.block_ops:
+        body = _body_ops(function)
+        positions = {op.results[0]: i for i, op in enumerate(body) if fuse_shared and len(op.results) == 1}
+        state = _SegmentLowering(values, memrefs, float_extremum=float_extremum, fuse_shared=fuse_shared, positions=positions)
+        for op in body:
             with op.location:
                 state.lower(op)
         func.ReturnOp([])

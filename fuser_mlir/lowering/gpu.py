@@ -71,8 +71,11 @@ DEFAULT_ARCH = "sm_90"
 KERNEL_MODULE = "fuser_kernels"
 
 #: Segments to linalg on memrefs (the CPU pipeline's front half), generalised.
+#: ``fuse-shared``: an elementwise value read twice is computed in registers
+#: inside each reader's generic rather than through a full-size temporary
+#: (README, "Where it stands on the GPU").
 BUFFERS_PIPELINE = (
-    "fuser-verify, fuser-lower-to-cpu{float-extremum=maximumf}, canonicalize, linalg-fuse-elementwise-ops, "
+    "fuser-verify, fuser-lower-to-cpu{float-extremum=maximumf fuse-shared=true}, canonicalize, linalg-fuse-elementwise-ops, "
     "eliminate-empty-tensors, empty-tensor-to-alloc-tensor, one-shot-bufferize{buffer-alignment=0}, buffer-deallocation-pipeline, "
     "canonicalize, convert-bufferization-to-memref"
 )

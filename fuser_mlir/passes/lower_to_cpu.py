@@ -216,6 +216,7 @@ class _SegmentLowering:
     float_extremum: str = "order-keys"
     fuse_shared: bool = False  # elementwise cones as one generic each (:meth:`cone`)
     positions: dict = dataclasses.field(default_factory=dict)  # old ir.Value -> where its op stands in the body (:meth:`cone`)
+    kept: set = dataclasses.field(default_factory=set)  # old values computed once into a buffer of their own (:meth:`keeps`)
     stored: set = dataclasses.field(default_factory=set)  # lowered values already stored
 
     def operand(self, value: ir.Value) -> ir.Value:
@@ -282,7 +283,9 @@ class _SegmentLowering:
             # be written to a full-size intermediate buffer.
             memo: dict = {}
             value = op.operands[0]
-            if self.fuse_shared and _in_cone(value.owner):
+            if value in self.kept:
+                operand = self.operand(value)
+            elif self.fuse_shared and _in_cone(value.owner):
                 operand = self.cone(value, lambda leaf: self.recompute(leaf, memo))
             else:
                 operand = self.recompute(value, memo)
@@ -291,6 +294,8 @@ class _SegmentLowering:
             if all(_in_cone(use.owner) for use in op.results[0].uses):
                 return  # each consumer computes it in its own cone
             self.values[op.results[0]] = self.cone(op.results[0], self.shared_or_recomputed)
+            if self.keeps(op.results[0]):
+                self.kept.add(op.results[0])
         else:
             operands = [self.shared_or_recomputed(v) if _is_elementwise(op) else self.operand(v) for v in op.operands]
             self.values[op.results[0]] = lower_op(op, operands, self.float_extremum)
@@ -308,7 +313,7 @@ class _SegmentLowering:
             value = stack.pop()
             if value in ops or value in leaves:
                 continue
-            if not _in_cone(value.owner):
+            if not _in_cone(value.owner) or value in self.kept:
                 leaves[value] = None
                 continue
             ops[value] = value.owner
@@ -323,6 +328,21 @@ class _SegmentLowering:
             return element[root]
 
         return L.elementwise([leaf(v) for v in reads], root.type, body)
+
+    def keeps(self, value: ir.Value) -> bool:
+        """Whether the cone root ``value`` is computed once into a buffer of
+        its own, which later cones and reductions read, rather than again in
+        each: where a reduction and other ops read it and its cone has more
+        than :data:`SHARE_LIMIT` ops. A long pointwise chain ending in a row
+        max taken away from it (``y - max(y)``) then computes the chain once
+        and keeps it for the subtraction; recomputed, the GPU row kernel
+        computed it twice, and each of its launch variants held it twice
+        (30 steps: 61 MB of PTX). Small cones (``exp(x - max)`` of a softmax)
+        are still recomputed: a full-size buffer costs more than they do."""
+        users = [use.owner for use in value.uses]
+        if len(users) < 2 or not any(O.CATEGORY.get(O.short_name(user.name)) == "reduction" for user in users):
+            return False
+        return len(_cone_ops(value, SHARE_LIMIT + 1)) > SHARE_LIMIT
 
     def shared_or_recomputed(self, value: ir.Value) -> ir.Value:
         """The operand of an elementwise op: recomputed privately when it is a
@@ -348,6 +368,10 @@ FLOAT_EXTREMA = ("order-keys", "maximumf")
 
 #: Largest elementwise cone recomputed per use instead of shared (ops).
 RECOMPUTE_LIMIT = 2
+#: With ``fuse-shared``: largest cone read by a reduction and other ops that
+#: each of them computes again rather than reading it from a buffer of its
+#: own (:meth:`_SegmentLowering.keeps`).
+SHARE_LIMIT = 16
 
 
 def _cone_size(value: ir.Value, limit: int) -> int:
@@ -361,6 +385,18 @@ def _cone_size(value: ir.Value, limit: int) -> int:
             break
         total += _cone_size(operand, limit - total)
     return total
+
+
+def _cone_ops(value: ir.Value, limit: int) -> set:
+    """The distinct elementwise ops of the cone of ``value``, up to ``limit`` of them."""
+    ops, stack = set(), [value]
+    while stack and len(ops) < limit:
+        owner = stack.pop().owner
+        if isinstance(owner, ir.Block) or not _is_elementwise(owner) or owner in ops:
+            continue
+        ops.add(owner)
+        stack.extend(owner.operands)
+    return ops
 
 
 #: The categories of fuser ops that map each element of their (broadcast)
@@ -401,7 +437,8 @@ def _is_elementwise(op: ir.Operation) -> bool:
 def lower_segment(function: ir.Operation, float_extremum: str = "order-keys", fuse_shared: bool = False) -> None:
     """Replace ``function`` by its lowered form (same name, memref arguments);
     ``float_extremum`` as for :func:`lower_op`; ``fuse_shared``: each
-    elementwise value one generic of its whole cone (:meth:`_SegmentLowering.cone`)."""
+    elementwise value one generic of its whole cone (:meth:`_SegmentLowering.cone`,
+    :meth:`_SegmentLowering.keeps`)."""
     old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
     arg_types = [lowered_argument_type(t) for t in old_type.inputs]
     with function.location, ir.InsertionPoint(function):
@@ -507,7 +544,8 @@ class LowerToCpuPass(FuserPass):
     #: Refuse whole fusions (see unsegmented_errors) instead of leaving them as they are.
     segments_only: bool = False
     #: Lower each elementwise value as one generic of its whole cone, so that a value
-    #: read twice is computed in registers rather than written to a buffer.
+    #: read twice is computed in registers rather than written to a buffer (but a cone
+    #: of more than SHARE_LIMIT ops that a reduction and other ops read is computed once).
     fuse_shared: bool = False
 
     def run(self, module: ir.Operation) -> None:

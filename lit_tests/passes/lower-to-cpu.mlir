@@ -287,3 +287,45 @@ func.func private @shared_seg0(%x: tensor<?x4xf32>, %b: tensor<1x4xf32>, %s: f32
   %stored = "fuser.store"(%scaled, %out) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   return %stored : tensor<?x4xf32>
 }
+
+// -----
+// With fuse-shared, a value of a cone of more than SHARE_LIMIT (16) ops that a
+// reduction and another op read (%y17, 17 sines, read by the row max and the
+// subtraction) is computed once, in a generic of its own, which both read;
+// a smaller one would be computed again in each (as %y is above).
+// SHARED-LABEL: func.func @kept_seg0(
+// SHARED:         %[[Y:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x?xf32>)
+// SHARED-COUNT-17:  func.call @sinf
+// SHARED:         linalg.generic {{.*}}["parallel", "reduction"]} ins(%[[Y]] : tensor<?x?xf32>)
+// SHARED-NOT:     func.call @sinf
+// SHARED:         linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<?x?xf32>, tensor<?x1xf32>)
+// SHARED-NOT:     func.call @sinf
+// SHARED:         arith.subf
+// SHARED-NOT:     linalg.generic
+// SHARED:         bufferization.materialize_in_destination
+// CHECK-LABEL: func.func @kept_seg0(
+// CHECK-COUNT-34: func.call @sinf
+func.func private @kept_seg0(%x: tensor<?x?xf32>, %out: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {fuser.num_inputs = 1 : i64} {
+  %y1 = "fuser.sin"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y2 = "fuser.sin"(%y1) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y3 = "fuser.sin"(%y2) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y4 = "fuser.sin"(%y3) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y5 = "fuser.sin"(%y4) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y6 = "fuser.sin"(%y5) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y7 = "fuser.sin"(%y6) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y8 = "fuser.sin"(%y7) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y9 = "fuser.sin"(%y8) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y10 = "fuser.sin"(%y9) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y11 = "fuser.sin"(%y10) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y12 = "fuser.sin"(%y11) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y13 = "fuser.sin"(%y12) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y14 = "fuser.sin"(%y13) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y15 = "fuser.sin"(%y14) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y16 = "fuser.sin"(%y15) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y17 = "fuser.sin"(%y16) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %m = "fuser.max"(%y17) {dims = array<i64: 1>, keepdim = true} : (tensor<?x?xf32>) -> tensor<?x1xf32>
+  %d = "fuser.sub"(%y17, %m) : (tensor<?x?xf32>, tensor<?x1xf32>) -> tensor<?x?xf32>
+  %stored = "fuser.store"(%d, %out) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %stored : tensor<?x?xf32>
+}

@@ -7,7 +7,8 @@ The chain of bench/results/experiments/sweep57/multi_use_chains.py: over
 ``x + b``, ``y = tanh(y) - y * 0.5`` and ``y = y * y + sin(y)`` in turn, a row
 max taken away every 25 steps. Without the option, six steps run on the GPU
 through 5 full-size temporaries, and 50 steps make a row kernel whose
-parameters pass PTX ISA 8.0's limit (ptxas rejects it); with it, none. On
+parameters pass PTX ISA 8.0's limit (ptxas rejects it); with it, one
+kernel with no temporaries, and a buffer for each row max's operand. On
 the CPU six steps are one loop nest with it, but ran 1.7x slower fused
 (8.0 against 4.6 ms on 1024x1024 float32, one thread), so the CPU leaves it
 off; its results match the float64 reference either way.
@@ -90,8 +91,9 @@ def test_a_chain_of_values_read_twice_runs_right(device):
 def test_a_chain_with_row_maxes_runs_right(device, steps):
     """Each row max's operand kept in a buffer of its own on the GPU
     (:meth:`_SegmentLowering.keeps`). The inputs are not dense: dense rows
-    take 25 launch variants, each holding the chain's cone (45 s of ptxas
-    at 25 steps, on this project's 2-CPU host), too slow for the GPU suite."""
+    take 25 launch variants, each holding the chain's cone (at 25 steps a
+    compile of 46 s on this project's 2-CPU host, 17 s on the H100 host),
+    too slow for the GPU suite."""
     check_chain(chain(steps), device, padded=128)
 
 

@@ -91,6 +91,11 @@ def wrapper_name(scalar_name: str) -> str:
     return "fuser." + scalar_name
 
 
+def wrapper_callee(name: str) -> bool:
+    """Whether ``name`` is a libm wrapper's (:func:`wrapper_name`): ``fuser.expf``, not ``fuser.expf.x4``."""
+    return name.startswith("fuser.") and split_libm_name(name[len("fuser.") :]) is not None
+
+
 def base_variant(scalar_name: str, library: str) -> tuple[int, str]:
     """``(lanes, name)`` of the one variant every call goes through, e.g.
     ``(8, "_ZGVdN8v_expf")``."""

@@ -86,3 +86,32 @@ def test_a_comparison_of_two_copies_of_a_value_agrees_with_the_values(monkeypatc
         np.testing.assert_allclose(got_low, expected[2], rtol=1e-5)
         np.testing.assert_array_equal(got_greater.T, got_m.reshape(8, 4) > got_low)
         np.testing.assert_array_equal(x, entry)
+
+
+INTERLEAVED = "#llvm.loop_interleave<count = 4 : i32>"
+
+
+@pytest.mark.parametrize("calls, marked", [(1, 0), (2, 1), (6, 1)])
+def test_inner_loops_of_two_or_more_libm_calls_are_interleaved(calls, marked, monkeypatch):
+    """interleave_libm_chains: the inner loop of ``sin(sin(...(x)))`` is
+    marked where it calls libm twice or more (LLVM's cost model leaves such
+    loops one vector at a time, and a chain of dependent calls then waits on
+    itself); a loop of one call is left to LLVM, and so is the loop around
+    the inner one. The results match the reference either way."""
+    if not host_vector_library():
+        pytest.skip("no libmvec on this host: libm calls stay scalar, no wrapper to count")
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with FusionDefinition(name=f"sines{calls}") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = x
+        for _ in range(calls):
+            y = fd.ops.sin(y) * 0.5
+        fd.add_output(y)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((13, 37)).astype(np.float32)
+    entry = x.copy()
+    expected = evaluate(fd, [x])
+    (got,) = fd.execute([x], outputs=poisoned(fd, expected))
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(x, entry)
+    assert fd.compile([x]).program.llvm_dialect.count(INTERLEAVED) == marked

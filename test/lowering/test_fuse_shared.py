@@ -9,9 +9,10 @@ max taken away every 25 steps. Without the option, six steps run on the GPU
 through 5 full-size temporaries, and 50 steps make a row kernel whose
 parameters pass PTX ISA 8.0's limit (ptxas rejects it); with it, one
 kernel with no temporaries, and a buffer for each row max's operand. On
-the CPU six steps are one loop nest with it, but ran 1.7x slower fused
-(8.0 against 4.6 ms on 1024x1024 float32, one thread), so the CPU leaves it
-off; its results match the float64 reference either way.
+the CPU six steps are one loop nest with it; they ran 1.7x slower fused
+(8.0 against 4.6 ms on 1024x1024 float32, one thread) until loops of libm
+calls were interleaved (3.9 ms both since), and the CPU pipeline leaves it
+off for now. Its results match the float64 reference either way.
 """
 
 import numpy as np

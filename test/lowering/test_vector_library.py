@@ -91,13 +91,14 @@ def test_a_comparison_of_two_copies_of_a_value_agrees_with_the_values(monkeypatc
 INTERLEAVED = "#llvm.loop_interleave<count = 4 : i32>"
 
 
-@pytest.mark.parametrize("calls, marked", [(1, 0), (2, 1), (6, 1)])
-def test_inner_loops_of_two_or_more_libm_calls_are_interleaved(calls, marked, monkeypatch):
+@pytest.mark.parametrize("calls, chained, marked", [(1, True, 0), (2, True, 1), (6, True, 1), (2, False, 0)])
+def test_inner_loops_of_chained_libm_calls_are_interleaved(calls, chained, marked, monkeypatch):
     """interleave_libm_chains: the inner loop of ``sin(sin(...(x)))`` is
-    marked where it calls libm twice or more (LLVM's cost model leaves such
-    loops one vector at a time, and a chain of dependent calls then waits on
-    itself); a loop of one call is left to LLVM, and so is the loop around
-    the inner one. The results match the reference either way."""
+    marked where a libm call reads another's result (LLVM's cost model
+    leaves such loops one vector at a time, and the calls then wait on each
+    other); a loop of one call, or of calls that do not read each other
+    (``sin(x) * cos(x)``), is left to LLVM, and so is the loop around the
+    inner one. The results match the reference either way."""
     if not host_vector_library():
         pytest.skip("no libmvec on this host: libm calls stay scalar, no wrapper to count")
     monkeypatch.setenv("FUSER_CACHE", "0")
@@ -106,7 +107,7 @@ def test_inner_loops_of_two_or_more_libm_calls_are_interleaved(calls, marked, mo
         y = x
         for _ in range(calls):
             y = fd.ops.sin(y) * 0.5
-        fd.add_output(y)
+        fd.add_output(y if chained else fd.ops.sin(x) * fd.ops.cos(x))
     rng = np.random.default_rng()
     x = rng.standard_normal((13, 37)).astype(np.float32)
     entry = x.copy()

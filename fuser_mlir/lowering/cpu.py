@@ -81,9 +81,10 @@ What :func:`compile_cpu` adds to the named pipeline:
   stride (a reversed NumPy view) breaks, making the address poison. Upstream
   fixed it later (llvm-project PR 204309). The flags are properties the Python
   bindings cannot edit, so this is a textual rewrite of the LLVM dialect.
-- Then it marks inner loops that call libm twice or more to be interleaved
-  four vectors at a time (:func:`interleave_libm_chains`): LLVM's cost model
-  leaves them one vector at a time, and their calls wait on each other.
+- Then it marks inner loops where a libm call reads another's result to be
+  interleaved four vectors at a time (:func:`interleave_libm_chains`):
+  LLVM's cost model leaves them one vector at a time, and their calls wait
+  on each other.
 """
 
 from __future__ import annotations
@@ -255,16 +256,16 @@ def drop_unsigned_wrap_flags(module: ir.Module) -> ir.Module:
     return rewrite_text(module, UNSIGNED_WRAP_FLAGS)
 
 
-#: How many vectors of a loop whose body calls libm two or more times LLVM
-#: runs side by side (:func:`interleave_libm_chains`).
+#: How many vectors of a loop of chained libm calls LLVM runs side by side
+#: (:func:`interleave_libm_chains`).
 LIBM_CHAIN_INTERLEAVE = 4
 
 
 def interleave_libm_chains(module: ir.Module) -> None:
-    """Mark each inner loop of the LLVM-dialect ``module`` where a libm
-    wrapper call (``@fuser.sinf``, :mod:`fuser_mlir.lowering.vector_library`)
-    reads the result of another ``interleave = LIBM_CHAIN_INTERLEAVE``, on
-    its back edge.
+    """Mark ``interleave = LIBM_CHAIN_INTERLEAVE`` on the back edge of each
+    inner loop of the LLVM-dialect ``module`` where a libm wrapper call
+    (``@fuser.sinf``, :mod:`fuser_mlir.lowering.vector_library`) reads the
+    result of another.
 
     LLVM's loop vectoriser interleaves only loops its cost model counts as
     small, and a loop of several libm calls is not. Where each call reads
@@ -273,8 +274,9 @@ def interleave_libm_chains(module: ir.Module) -> None:
     then wait on each other: six steps ran 7.0 ms a 1024x1024 float32 call,
     against 3.9 ms interleaved four vectors at a time, as fast as six loops
     through temporaries, which LLVM interleaves (one thread, sweep 58).
-    Calls that do not read each other (a column sum's rows jammed eight at
-    a time, fuser-unroll-jam-reductions) are already side by side."""
+    Calls that do not read each other (the ``exp`` calls of eight columns of
+    a softmax over its columns, jammed by fuser-unroll-jam-reductions) are
+    side by side already, and their loops are left to LLVM."""
     annotation = ir.Attribute.parse("#llvm.loop_annotation<interleave = #llvm.loop_interleave<count = %d : i32>>" % LIBM_CHAIN_INTERLEAVE)
     for function in module.body.operations:
         if function.operation.name != "llvm.func" or not function.regions[0].blocks:

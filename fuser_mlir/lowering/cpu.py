@@ -282,12 +282,13 @@ def interleave_libm_chains(module: ir.Module) -> None:
         if function.operation.name != "llvm.func" or not function.regions[0].blocks:
             continue
         blocks = list(function.regions[0].blocks)
+        position = {block: i for i, block in enumerate(blocks)}
         back_edges = {}  # (header, latch) block positions -> the latch's branch
         for latch, block in enumerate(blocks):
             branch = block.operations[len(block.operations) - 1]
             for target in branch.successors:
-                if blocks.index(target) <= latch:
-                    back_edges[blocks.index(target), latch] = branch
+                if position[target] <= latch:
+                    back_edges[position[target], latch] = branch
         for (header, latch), branch in back_edges.items():
             inner = not any(header <= h and l <= latch and (h, l) != (header, latch) for h, l in back_edges)
             if inner and _chained_libm_calls(blocks[header : latch + 1]):
@@ -296,18 +297,17 @@ def interleave_libm_chains(module: ir.Module) -> None:
 
 def _chained_libm_calls(blocks: list[ir.Block]) -> bool:
     """Whether a libm wrapper call in ``blocks`` reads, through ops of
-    ``blocks``, the result of another."""
-    ops = [op.operation for block in blocks for op in block.operations]
-    after_call = dict.fromkeys(ops, False)  # op -> whether it reads a wrapper call's result, through ops of blocks
-
-    def reads_a_call(op: ir.Operation) -> bool:
-        owners = [value.owner for value in op.operands if not isinstance(value.owner, ir.Block)]
-        return any(owner.operation in after_call and (_calls_libm_wrapper(owner) or after_call[owner.operation]) for owner in owners)
-
-    for op in ops:  # in block order, which for these loops puts an op's operands from blocks before it
-        after_call[op] = reads_a_call(op)
-        if after_call[op] and _calls_libm_wrapper(op):
-            return True
+    ``blocks``, the result of another: one pass in block order, which for
+    these loops puts an op's operands from ``blocks`` before it (as
+    share_call_results._with_call does for a generic's body)."""
+    from_call: set = set()  # values of blocks computed from a wrapper call's result
+    for block in blocks:
+        for op in block.operations:
+            reads_a_call = any(v in from_call for v in op.operands)
+            if reads_a_call and _calls_libm_wrapper(op):
+                return True
+            if reads_a_call or _calls_libm_wrapper(op):
+                from_call.update(op.results)
     return False
 
 

@@ -269,3 +269,42 @@ def test_the_input_itself_with_another_stride_on_a_size_1_dim_is_the_input_itsel
     (out,) = fd.execute([column], outputs=[same])
     np.testing.assert_allclose(to_host(memory), np.exp(v0), rtol=1e-12)
     np.testing.assert_allclose(to_host(out), np.exp(v0)[:, None], rtol=1e-12)
+
+
+def test_copies_report_every_hazard_before_they_erase_a_store(monkeypatch):
+    """Two copies, the first store named by the second's hazards (it stores
+    a value computed from the second's input): the second's report was built
+    after copy_in_segment had erased the first store, reading freed memory
+    (a segfault in CI once, in test_inplace_random.py). Both updates give
+    the SSA result, and the reports name the first store."""
+    import fuser_mlir.passes.resolve_alias_hazards as resolve
+
+    erased = []
+    copy_in_segment, report = resolve.copy_in_segment, resolve._report
+
+    def recording_copy(store, segment):
+        erased.append(store)
+        return copy_in_segment(store, segment)
+
+    def checked_report(hazards, fix):
+        assert not any(h.read == e or h.store == e for h in hazards for e in erased), "a report describes an erased store"
+        return report(hazards, fix)
+
+    monkeypatch.setattr(resolve, "copy_in_segment", recording_copy)
+    monkeypatch.setattr(resolve, "_report", checked_report)
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        y = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.permute(y, [1, 0]) * 2.0 + x, y)
+        fd.add_output(x * 3.0, x)
+    fec = FusionExecutorCache(fd, hazard_policy="copy")
+    x, y = rand(3, 3), rand(3, 3)
+    x_entry, y_entry = x.copy(), y.copy()
+    fec.run([x, y])
+    assert len(erased) == 2
+    np.testing.assert_allclose(y, y_entry.T * 2 + x_entry, rtol=1e-6)
+    np.testing.assert_allclose(x, x_entry * 3, rtol=1e-6)
+    (compiled, _, _) = fec.compiled_for([x, y], None)
+    second = next(entry.message for entry in compiled.hazard_report if entry.message.startswith("input 0"))
+    assert "'fuser.store' at" in second and "stores another value computed from it" in second

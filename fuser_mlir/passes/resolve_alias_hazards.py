@@ -183,7 +183,13 @@ class ResolveAliasHazardsPass(FuserPass):
                 to_copy.append((store, hazards))
         if any(isinstance(store.operands[0].owner, ir.Block) for store, _ in to_copy):
             next_segment += _snapshot_arguments(func, [store for store, _ in to_copy])
-        for store, hazards in to_copy:
-            report = _report(hazards, f"resolved by computing the update into a temporary and copying it into input {hazards[0].input_index} in segment {next_segment}")
+        # Every report before the first copy: copy_in_segment erases its store,
+        # which another store's hazards may name (the store of a value computed
+        # from its input), and describing an erased op reads freed memory.
+        reports = [
+            _report(hazards, f"resolved by computing the update into a temporary and copying it into input {hazards[0].input_index} in segment {next_segment}")
+            for _, hazards in to_copy
+        ]
+        for (store, _), report in zip(to_copy, reports):
             _annotate(copy_in_segment(store, next_segment), "copy", report)
         return failed

@@ -147,13 +147,15 @@ def value_device(value: object) -> str | None:
     return None
 
 
-def _check_tensor(spec, index: int, value: object, device: str = "cpu"):
+def _check_tensor(spec, index: int, value: object, device: str = "cpu", inferred: bool = False):
+    """``inferred``: no argument said which device is meant (none is an array), so the CPU was assumed."""
     array = as_array(value, device)
     if array is None:
         kind = "a NumPy array" if device == "cpu" else "a CUDA array (torch, CuPy, ...)"
+        gpu = " (or a CUDA array, such as a torch CUDA tensor, to run on the GPU)" if inferred else ""
         if np.isscalar(value):
-            raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}")
-        hint = f"; convert it with numpy.asarray(value, dtype={spec.dtype.numpy})" if device == "cpu" and isinstance(value, (list, tuple)) else ""
+            raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}{gpu}")
+        hint = f"; convert it with numpy.asarray(value, dtype={spec.dtype.numpy}){gpu}" if device == "cpu" and isinstance(value, (list, tuple)) else gpu
         raise InputError(f"input {index} must be {kind} of dtype {spec.dtype.numpy}, got {_describe(value)}{hint}")
     if isinstance(array, np.ma.MaskedArray):
         raise InputError(
@@ -245,8 +247,9 @@ def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> li
             f"the fusion takes {counted(len(specs), 'input')} ({counted(tensors, 'tensor')}, {counted(len(specs) - tensors, 'scalar')}), got {len(inputs)}; "
             "pass one value per define_tensor/define_scalar input, in definition order"
         )
+    inferred = device == "cpu" and not any(value_device(value) for value in inputs)
     args = [
-        _check_tensor(spec, i, value, device) if spec.kind == "tensor" else _check_scalar(spec, i, value)
+        _check_tensor(spec, i, value, device, inferred) if spec.kind == "tensor" else _check_scalar(spec, i, value)
         for i, (spec, value) in enumerate(zip(specs, inputs))
     ]
     check_sizes(fusion.size_classes, args)

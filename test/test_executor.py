@@ -96,6 +96,20 @@ def test_bad_inputs_are_rejected_before_running(inputs, message):
     assert fec.stats.misses == 0
 
 
+def test_arguments_of_which_none_is_an_array_are_told_of_cuda_arrays_too():
+    # No argument says which device is meant, so the CPU is assumed; a caller meaning the GPU learns what to pass.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(x))
+    for value, said in [([1.0, 2.0], "convert it with numpy.asarray(value, dtype=float32) (or a CUDA array"), (None, "got builtins.NoneType None (or a CUDA array")]:
+        with pytest.raises(InputError) as err:
+            fd.execute([value])
+        assert said in str(err.value) and "such as a torch CUDA tensor, to run on the GPU)" in str(err.value)
+    with pytest.raises(InputError) as err:  # another input is a NumPy array: the device is known
+        exp_add_sum().execute([[1.0], rand(1, 5), 1.0])
+    assert "CUDA" not in str(err.value)
+
+
 def test_declared_contiguity_is_checked():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)

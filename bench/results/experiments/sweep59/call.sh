@@ -7,3 +7,4 @@ if grep -q H200 $OUT/gpu.txt; then
     --commit "$COMMIT" --json $OUT/h200-256.json > $OUT/h200-256.txt 2>&1
 fi
 date >> $OUT/gpu.txt
+TRITON_CACHE_DIR=/tmp/tc-chain timeout 120 python3 -u bench/results/experiments/sweep59/chain_math.py > $OUT/chain_math.txt 2>&1

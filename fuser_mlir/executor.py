@@ -147,12 +147,12 @@ def value_device(value: object) -> str | None:
     return None
 
 
-def _check_tensor(spec, index: int, value: object, device: str = "cpu", inferred: bool = False):
-    """``inferred``: no argument said which device is meant (none is an array), so the CPU was assumed."""
+def _check_tensor(spec, index: int, value: object, device: str = "cpu", assumed: bool = False):
+    """``assumed``: see :func:`validate_inputs`."""
     array = as_array(value, device)
     if array is None:
         kind = "a NumPy array" if device == "cpu" else "a CUDA array (torch, CuPy, ...)"
-        gpu = " (or a CUDA array, such as a torch CUDA tensor, to run on the GPU)" if inferred else ""
+        gpu = " (or a CUDA array, such as a torch CUDA tensor, to run on the GPU)" if assumed else ""
         if np.isscalar(value):
             raise InputError(f"input {index} is a tensor of the definition (shape {list(spec.shape)}), but got {_describe(value)}; pass {kind}{gpu}")
         hint = f"; convert it with numpy.asarray(value, dtype={spec.dtype.numpy}){gpu}" if device == "cpu" and isinstance(value, (list, tuple)) else gpu
@@ -235,9 +235,11 @@ def check_sizes(size_classes: Sequence[set], inputs: Sequence[object]) -> None:
                 )
 
 
-def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> list[object]:
+def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu", assumed: bool = False) -> list[object]:
     """Check ``inputs`` against the definition; return them normalised (arrays
-    as the runtime's array type on ``device``)."""
+    as the runtime's array type on ``device``). ``assumed``: nothing named
+    the device (no argument is an array, the cache is for none), so a value
+    that is not an array is told of CUDA arrays too."""
     specs = fusion.inputs
     if not isinstance(inputs, (list, tuple)):
         raise InputError(f"inputs must be a list with one value per fusion input, got {_describe(inputs)}")
@@ -247,9 +249,8 @@ def validate_inputs(fusion, inputs: Sequence[object], device: str = "cpu") -> li
             f"the fusion takes {counted(len(specs), 'input')} ({counted(tensors, 'tensor')}, {counted(len(specs) - tensors, 'scalar')}), got {len(inputs)}; "
             "pass one value per define_tensor/define_scalar input, in definition order"
         )
-    inferred = device == "cpu" and not any(value_device(value) for value in inputs)
     args = [
-        _check_tensor(spec, i, value, device, inferred) if spec.kind == "tensor" else _check_scalar(spec, i, value)
+        _check_tensor(spec, i, value, device, assumed) if spec.kind == "tensor" else _check_scalar(spec, i, value)
         for i, (spec, value) in enumerate(zip(specs, inputs))
     ]
     check_sizes(fusion.size_classes, args)
@@ -513,6 +514,15 @@ class FusionExecutorCache:
         outputs = tuple((i, tensor_signature(b)) for i, b in sorted(given.items()))
         return (device, inputs, outputs)
 
+    def device_assumed(self, device: str, inputs: Sequence[object], outputs) -> bool:
+        """Whether a call runs on the CPU because nothing names its device:
+        this cache is for none and no argument is an array
+        (:func:`validate_inputs`' ``assumed``)."""
+        if device != "cpu" or self.device is not None or not isinstance(inputs, (list, tuple)):
+            return False
+        given = [*inputs, *(outputs if isinstance(outputs, (list, tuple)) else ())]
+        return not any(value_device(value) for value in given)
+
     def resolve_device(self, inputs: Sequence[object], outputs) -> str:
         found = infer_device(self.fusion, inputs, outputs) if isinstance(inputs, (list, tuple)) else "cpu"
         if self.device is None:
@@ -530,7 +540,7 @@ class FusionExecutorCache:
 
             if not cuda.available():
                 raise DeviceError(f"device {device} is not available: no CUDA GPU or cuda-bindings in this process")
-        args = validate_inputs(self.fusion, inputs, device)
+        args = validate_inputs(self.fusion, inputs, device, self.device_assumed(device, inputs, outputs))
         given = validate_outputs(self.fusion, args, outputs, device)
         return self._lookup(device, args, given), args, given
 
@@ -710,7 +720,8 @@ class FusionExecutorCache:
         it refuses them too (its messages name the caller's dims and
         strides); else ``error`` (a check the views alone fail)."""
         device = self.resolve_device(inputs, outputs)
-        validate_outputs(self.fusion, validate_inputs(self.fusion, inputs, device), outputs, device)
+        args = validate_inputs(self.fusion, inputs, device, self.device_assumed(device, inputs, outputs))
+        validate_outputs(self.fusion, args, outputs, device)
         return error
 
     @property

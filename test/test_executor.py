@@ -105,9 +105,15 @@ def test_arguments_of_which_none_is_an_array_are_told_of_cuda_arrays_too():
         with pytest.raises(InputError) as err:
             fd.execute([value])
         assert said in str(err.value) and "such as a torch CUDA tensor, to run on the GPU)" in str(err.value)
-    with pytest.raises(InputError) as err:  # another input is a NumPy array: the device is known
-        exp_add_sum().execute([[1.0], rand(1, 5), 1.0])
-    assert "CUDA" not in str(err.value)
+    named = [  # the device is named: by another input, by a given output, by the cache
+        lambda: exp_add_sum().execute([[1.0], rand(1, 5), 1.0]),
+        lambda: fd.execute([[1.0]], outputs=[np.empty(1, np.float32)]),
+        lambda: FusionExecutorCache(fd, device="cpu").run([[1.0]]),
+    ]
+    for call in named:
+        with pytest.raises(InputError) as err:
+            call()
+        assert "must be a NumPy array" in str(err.value) and "CUDA" not in str(err.value)
 
 
 def test_declared_contiguity_is_checked():

@@ -269,9 +269,10 @@ def parse_device(device: str) -> str:
     raise InputError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
-def infer_device(fusion, inputs: Sequence[object], outputs) -> str:
+def infer_device(fusion, inputs: Sequence[object], outputs) -> str | None:
     """The device the arguments live on: ``cpu`` for NumPy arrays, ``cuda:N``
-    for CUDA arrays; DeviceError when they are mixed."""
+    for CUDA arrays, None where no argument is an array; DeviceError when
+    they are mixed."""
     found: list[tuple[str, str]] = []
     for index, (spec, value) in enumerate(zip(fusion.inputs, inputs)):
         if spec.kind == "tensor" and value_device(value) is not None:
@@ -288,7 +289,7 @@ def infer_device(fusion, inputs: Sequence[object], outputs) -> str:
             "(e.g. torch.as_tensor(x, device='cuda') or x.cpu().numpy())"
         )
     if kinds != {"cuda"}:
-        return "cpu"
+        return "cpu" if kinds else None
     from fuser_mlir.runtime.arrays import device_view
 
     name, _ = found[0]
@@ -514,33 +515,28 @@ class FusionExecutorCache:
         outputs = tuple((i, tensor_signature(b)) for i, b in sorted(given.items()))
         return (device, inputs, outputs)
 
-    def device_assumed(self, device: str, inputs: Sequence[object], outputs) -> bool:
-        """Whether a call runs on the CPU because nothing names its device:
-        this cache is for none and no argument is an array
-        (:func:`validate_inputs`' ``assumed``)."""
-        if device != "cpu" or self.device is not None or not isinstance(inputs, (list, tuple)):
-            return False
-        given = [*inputs, *(outputs if isinstance(outputs, (list, tuple)) else ())]
-        return not any(value_device(value) for value in given)
-
-    def resolve_device(self, inputs: Sequence[object], outputs) -> str:
-        found = infer_device(self.fusion, inputs, outputs) if isinstance(inputs, (list, tuple)) else "cpu"
+    def resolve_device(self, inputs: Sequence[object], outputs) -> tuple[str, bool]:
+        """The device a call runs on, and whether it is assumed: nothing names
+        it (this cache is for none and no argument is an array), so the CPU
+        runs it (:func:`validate_inputs`' ``assumed``)."""
+        listed = isinstance(inputs, (list, tuple))
+        found = infer_device(self.fusion, inputs, outputs) if listed else None
         if self.device is None:
-            return found
-        if found != self.device and any(value_device(v) is not None for v in inputs):
+            return found or "cpu", listed and found is None
+        if found not in (None, self.device) and any(value_device(v) is not None for v in inputs):
             raise DeviceError(f"the arguments live on {found}, but this FusionExecutorCache runs on {self.device}")
-        return self.device
+        return self.device, False
 
     def compiled_for(self, inputs: Sequence[object], outputs=None):
         """The CompiledFusion for these arguments (compiling on a miss), with
         the validated arguments."""
-        device = self.resolve_device(inputs, outputs)
+        device, assumed = self.resolve_device(inputs, outputs)
         if device != "cpu":
             from fuser_mlir.runtime import cuda
 
             if not cuda.available():
                 raise DeviceError(f"device {device} is not available: no CUDA GPU or cuda-bindings in this process")
-        args = validate_inputs(self.fusion, inputs, device, self.device_assumed(device, inputs, outputs))
+        args = validate_inputs(self.fusion, inputs, device, assumed)
         given = validate_outputs(self.fusion, args, outputs, device)
         return self._lookup(device, args, given), args, given
 
@@ -719,9 +715,8 @@ class FusionExecutorCache:
         the caller's own arguments are: their full validation raises it where
         it refuses them too (its messages name the caller's dims and
         strides); else ``error`` (a check the views alone fail)."""
-        device = self.resolve_device(inputs, outputs)
-        args = validate_inputs(self.fusion, inputs, device, self.device_assumed(device, inputs, outputs))
-        validate_outputs(self.fusion, args, outputs, device)
+        device, assumed = self.resolve_device(inputs, outputs)
+        validate_outputs(self.fusion, validate_inputs(self.fusion, inputs, device, assumed), outputs, device)
         return error
 
     @property

@@ -22,7 +22,9 @@ Stages (each kept as text, ``compiled.ir(stage)``):
 The host function becomes a :class:`~fuser_mlir.runtime.plan.LaunchPlan`
 (plain data); the segment functions become kernels. A failed compile raises
 :class:`~fuser_mlir.errors.CompileError` with the diagnostics, the pipeline
-and the path of the saved input IR.
+and the path of the saved input IR; a ``hazard_policy`` that refuses the
+fusion (``reject``, or ``reorder`` of an update that cannot move) raises one
+that names the policy, the hazards and the policy to pass instead.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from fuser_mlir.analysis.segments import DestRef, EmptyRef, HostPlan, InputRef, 
 from fuser_mlir.dialect import make_context
 from fuser_mlir.errors import CompileError, DefinitionError, PipelineError
 from fuser_mlir.lowering.cpu import compile_cpu
-from fuser_mlir.passes.resolve_alias_hazards import resolutions
+from fuser_mlir.passes.resolve_alias_hazards import FIXES, resolutions
 from fuser_mlir.pipeline import run_pipeline, save_reproducer
 from fuser_mlir.runtime.cpu import DTYPE_OF_ELEMENT
 from fuser_mlir.runtime.image import KernelImage
@@ -121,6 +123,30 @@ def _run_stage(module: ir.Module, pipeline: str, before: str) -> str:
     return str(module)
 
 
+#: What a policy that may refuse says of a fusion it refuses, and what to pass instead.
+_REFUSALS = {
+    "reject": ("updates an input in place while other ops read its entry value", 'pass hazard_policy="auto" (the default), which reorders such an update or copies it'),
+    "reorder": ("has an in-place update that cannot move after the reads of its input", 'pass hazard_policy="copy" or "auto" (the default), which copy it'),
+}
+
+
+def _resolve_hazards(module: ir.Module, policy: str, before: str, name: str) -> str:
+    """:func:`_run_stage` of ``fuser-resolve-alias-hazards{policy=...}``,
+    whose refusals (``reject``, or ``reorder`` of an update that cannot
+    move) are the caller's choice, not a failed compile: their CompileError
+    names ``hazard_policy`` and saves no reproducer."""
+    pipeline = f"fuser-resolve-alias-hazards{{policy={policy}}}"
+    if policy not in _REFUSALS:
+        return _run_stage(module, pipeline, before)
+    try:
+        run_pipeline(module, pipeline, print_ir_after_all=config.dump_ir())
+    except PipelineError as err:
+        what, fix = _REFUSALS[policy]
+        found = err.diagnostics.rstrip().replace(FIXES[policy], "")
+        raise CompileError(f'hazard_policy="{policy}" refuses fusion {name!r}: it {what}:\n{found}\n{fix}') from None
+    return str(module)
+
+
 #: Layout of the buffers the runtime allocates: dense, and aligned far beyond 16 bytes.
 FRESH_LAYOUT = (True, 256)
 
@@ -174,9 +200,8 @@ def compile_fusion(
     with context, ir.Location.unknown():
         module = fusion.build_module(context, given_outputs=given_outputs)
         stages["fuser"] = _run_stage(module, "fuser-verify", str(module))
-        stages["segmented"] = _run_stage(
-            module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}", stages["fuser"]
-        )
+        segmented = _run_stage(module, "fuser-segment", stages["fuser"])
+        stages["segmented"] = _resolve_hazards(module, hazard_policy, segmented, fusion.name)
         report = [HazardResolution(*entry) for entry in resolutions(module.operation)]
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]

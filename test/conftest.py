@@ -12,8 +12,10 @@ from devices import skip_without_cuda
 # The persistent kernel cache of the whole suite (and of the processes tests
 # start, which inherit the variable) is a fresh temporary directory: tests
 # never read or write ~/.cache, and a run never reuses another run's entries.
+# The reproducers of the compiles that tests make fail go under it too.
 _CACHE_DIR = tempfile.mkdtemp(prefix="fuser-test-cache-")
 os.environ["FUSER_CACHE_DIR"] = _CACHE_DIR
+os.environ["FUSER_REPRODUCER_DIR"] = os.path.join(_CACHE_DIR, "reproducers")
 os.environ.pop("FUSER_CACHE", None)
 atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 

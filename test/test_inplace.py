@@ -132,10 +132,22 @@ def test_reject_policy_names_the_write_and_the_read():
     with pytest.raises(CompileError) as err:
         fec.run([t0, t1])
     message = str(err.value)
+    assert message.startswith('hazard_policy="reject" refuses fusion')
     assert "'fuser.store' op writes input 0 in place, but 'fuser.broadcast_in_dim' op at" in message
     assert "the stored value is defined by 'fuser.relu' op" in message
     assert "test_inplace.py" in message  # the read's location in the user's code
+    assert_a_refusal_in_the_callers_terms(err.value, 'pass hazard_policy="auto" (the default)')
     np.testing.assert_array_equal(t0, t0_entry)
+
+
+def assert_a_refusal_in_the_callers_terms(err: CompileError, fix: str) -> None:
+    """A policy's refusal is the caller's choice, not a failed compile: its
+    message ends with the ``hazard_policy`` to pass instead, and names
+    neither the pass's option nor a pipeline, and no reproducer is saved."""
+    message = str(err)
+    assert message.splitlines()[-1].startswith(fix), message
+    assert "policy=" not in message.replace("hazard_policy=", ""), message
+    assert "pipeline" not in message and err.reproducer is None and "reproducer" not in message, message
 
 
 def test_hazard_report_says_what_was_found_and_how_it_was_resolved():
@@ -172,8 +184,10 @@ def test_reorder_policy_refuses_an_update_that_cannot_move():
         fd.add_output(fd.ops.permute(x, [1, 0]), x)
     x = rand(4, 4)
     x0 = x.copy()
-    with pytest.raises(CompileError, match="cannot be reordered after the reads of input 0: 'fuser.permute' at .* reads the input at other indices"):
+    with pytest.raises(CompileError, match="cannot be reordered after the reads of input 0: 'fuser.permute' at .* reads the input at other indices") as err:
         FusionExecutorCache(fd, hazard_policy="reorder").run([x])
+    assert str(err.value).startswith('hazard_policy="reorder" refuses fusion')
+    assert_a_refusal_in_the_callers_terms(err.value, 'pass hazard_policy="copy" or "auto" (the default)')
     np.testing.assert_array_equal(x, x0)
 
 

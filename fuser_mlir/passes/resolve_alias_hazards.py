@@ -44,6 +44,9 @@ from fuser_mlir.passes.base import FuserPass, PassFailure, emit_error, op_label
 from fuser_mlir.pipeline import format_location
 
 POLICIES = ("auto", "reorder", "copy", "reject")
+#: How each policy that may refuse ends its diagnostics: the fix, in the pass's option. ``compile_fusion``
+#: takes it off and names ``hazard_policy`` instead.
+FIXES = {"reject": ". Use policy=auto to reorder or copy", "reorder": "; use policy=copy or auto"}
 RESOLUTION_ATTR = "fuser.alias_resolution"
 REPORT_ATTR = "fuser.alias_report"
 
@@ -65,8 +68,7 @@ def _reject_message(hazard: Hazard) -> str:
     x = hazard.input_index
     return (
         f"{op_label(store)} writes input {x} in place, but {op_label(read)} at {format_location(read.location)} "
-        f"reads input {x}'s entry value ({hazard.kind}: it {hazard.detail}); the stored value is defined by {defined}. "
-        "Use policy=auto to reorder or copy"
+        f"reads input {x}'s entry value ({hazard.kind}: it {hazard.detail}); the stored value is defined by {defined}{FIXES['reject']}"
     )
 
 
@@ -177,7 +179,7 @@ class ResolveAliasHazardsPass(FuserPass):
                 _annotate(store, "reorder", _report(hazards, f"resolved by moving the update into segment {next_segment}, after every reader"))
                 next_segment += 1
             elif self.policy == "reorder":
-                emit_error(store, f"{op_label(store)} cannot be reordered after the reads of input {hazards[0].input_index}: {reason}; use policy=copy or auto")
+                emit_error(store, f"{op_label(store)} cannot be reordered after the reads of input {hazards[0].input_index}: {reason}{FIXES['reorder']}")
                 failed = True
             else:
                 to_copy.append((store, hazards))

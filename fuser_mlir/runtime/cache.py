@@ -29,8 +29,13 @@ shows; malformed: whatever loading it raises is an ArtifactError), whose
 recorded key differs (a foreign file), or whose kernels this device cannot
 load, is deleted with a :class:`~fuser_mlir.errors.CacheWarning` and the
 fusion is compiled again.
-A hit touches the entry's mtime; after each store, entries are evicted
-oldest-mtime first until the cache fits its bound.
+A hit touches the entry's mtime; after a store, entries are evicted
+oldest-mtime first until the cache fits its bound. Finding them walks the
+directory (a stat an entry: about 10 ms a thousand entries), so a process
+walks it at a store only where it has not in the last
+:data:`WALK_INTERVAL_S`, or where what it stored since would take the
+cache past its bound by its own count; processes storing at once may so
+overshoot the bound by what the others store in that time.
 
 Never imports ``mlir``.
 """
@@ -40,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +66,12 @@ from fuser_mlir.runtime.plan import Runnable
 
 LAYOUT = "v1"
 SUFFIX = ".fsn"
+#: Seconds a process trusts its last walk of a cache: within them a store walks it again (to evict)
+#: only where the bytes the process stored since would take it past its bound.
+WALK_INTERVAL_S = 60.0
+
+#: Each cache's root -> (time.monotonic() of this process's last walk, the bytes it found, plus those stored since).
+_walked: dict[Path, tuple[float, int]] = {}
 
 
 def target_of(device: str) -> dict:
@@ -162,8 +174,21 @@ class DiskCache:
             why = self.not_a_directory() or err
             warnings.warn(f"fuser-mlir disk cache: cannot store {compiled.name!r} in {self.directory}: {why}", CacheWarning, stacklevel=3)
             return None
-        self.evict()
+        self._evict_after_store(path)
         return path
+
+    def _evict_after_store(self, path: Path) -> None:
+        """:meth:`evict`, unless this process walked the cache within
+        :data:`WALK_INTERVAL_S` and counts it, with ``path`` just stored, within its bound."""
+        when, total = _walked.get(self.root, (None, 0))
+        try:
+            total += path.stat().st_size
+        except OSError:
+            when = None  # evicted by another process already: walk
+        if when is not None and time.monotonic() - when < WALK_INTERVAL_S and total <= self.max_bytes:
+            _walked[self.root] = (when, total)
+        else:
+            self.evict()
 
     def not_a_directory(self) -> str | None:
         """What to say when the cache directory, or a level under it, is a
@@ -191,6 +216,7 @@ class DiskCache:
     def evict(self) -> int:
         """Delete least recently used entries until the cache fits ``max_bytes``
         (and temporary files that a killed writer left, after an hour); how many entries went."""
+        walked = time.monotonic()
         self._remove_stale_temporaries()
         entries = sorted(self.entries(), key=lambda e: e[2])
         total = sum(size for _, size, _ in entries)
@@ -201,11 +227,10 @@ class DiskCache:
             remove_if_present(path)
             total -= size
             removed += 1
+        _walked[self.root] = (walked, total)
         return removed
 
     def _remove_stale_temporaries(self, age_s: float = 3600.0) -> None:
-        import time
-
         if not self.root.is_dir():
             return
         limit = time.time() - age_s
@@ -222,6 +247,7 @@ class DiskCache:
 
     def clear(self) -> int:
         """Delete every entry (and stray temporary files); how many entries went."""
+        _walked.pop(self.root, None)
         count = 0
         if not self.root.is_dir():
             return 0

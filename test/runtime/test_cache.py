@@ -358,6 +358,30 @@ def test_lru_eviction_keeps_the_cache_within_its_bound(tmp_path, monkeypatch):
     assert DiskCache().stats().total_bytes <= 3 * size + size // 2
 
 
+def test_a_store_walks_the_cache_once_a_minute_or_where_it_would_pass_the_bound(tmp_path, monkeypatch):
+    """Evicting walks every entry (a stat each), so a process walks at a
+    store only where its last walk is older than WALK_INTERVAL_S, or where
+    the bytes it stored since would take the cache past its bound."""
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    walks = []
+    walk = DiskCache.entries
+    monkeypatch.setattr(DiskCache, "entries", lambda self: walks.append(self.root) or walk(self))
+    small_fusion("exp").execute([rand(2, 3)])
+    assert len(walks) == 1  # the first store of this process
+    small_fusion("tanh").execute([rand(2, 3)])
+    assert len(walks) == 1 and len(entries(tmp_path)) == 2  # within the interval and the bound: no walk
+    size = max(p.stat().st_size for p in entries(tmp_path))
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", str(2 * size + size // 2))
+    small_fusion("sin").execute([rand(2, 3)])
+    assert len(walks) == 2 and len(entries(tmp_path)) == 2  # its own count passed the bound: walked, and the oldest went
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", str(1 << 30))
+    small_fusion("cos").execute([rand(2, 3)])
+    assert len(walks) == 2
+    monkeypatch.setattr(cache_module, "WALK_INTERVAL_S", 0.0)  # the last walk is older than the interval
+    small_fusion("neg").execute([rand(2, 3)])
+    assert len(walks) == 3 and len(entries(tmp_path)) == 4
+
+
 def test_eviction_removes_temporaries_a_killed_writer_left(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
     small_fusion("exp").execute([rand(2, 3)])

@@ -30,7 +30,7 @@ that names the policy, the hazards and the policy to pass instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fuser_mlir import config
@@ -111,13 +111,15 @@ class CompiledFusion(Inspectable, Runnable):
         return export(self, path)
 
 
-def _run_stage(module: ir.Module, pipeline: str, before: str) -> str:
+def _run_stage(module: ir.Module, pipeline: str, before: str, refusal: Callable[[str], CompileError | None] | None = None) -> str:
     """Run ``pipeline`` on ``module``; return the IR after it. On failure the
-    error carries ``before`` (the stage's input) saved as a reproducer."""
+    error carries ``before`` (the stage's input) saved as a reproducer, unless
+    ``refusal`` (:func:`_refusal`) makes the diagnostics the caller's choice."""
     try:
         run_pipeline(module, pipeline, print_ir_after_all=config.dump_ir())
     except PipelineError as err:
-        raise CompileError(
+        refused = refusal(err.diagnostics) if refusal is not None else None
+        raise refused or CompileError(
             "compiling the fusion failed", pipeline=pipeline, diagnostics=err.diagnostics, reproducer=save_reproducer(before)
         ) from None
     return str(module)
@@ -130,21 +132,23 @@ _REFUSALS = {
 }
 
 
-def _resolve_hazards(module: ir.Module, policy: str, before: str, name: str) -> str:
-    """:func:`_run_stage` of ``fuser-resolve-alias-hazards{policy=...}``,
-    whose refusals (``reject``, or ``reorder`` of an update that cannot
-    move) are the caller's choice, not a failed compile: their CompileError
-    names ``hazard_policy`` and saves no reproducer."""
-    pipeline = f"fuser-resolve-alias-hazards{{policy={policy}}}"
+def _refusal(policy: str, name: str) -> Callable[[str], CompileError | None] | None:
+    """For :func:`_run_stage` of the hazard pass under ``policy``: its
+    refusals (``reject``, or ``reorder`` of an update that cannot move: the
+    diagnostics end with the pass's ``FIXES``) are the caller's choice, not
+    a failed compile, so their CompileError names ``hazard_policy`` and
+    saves no reproducer. None for a policy that never refuses."""
     if policy not in _REFUSALS:
-        return _run_stage(module, pipeline, before)
-    try:
-        run_pipeline(module, pipeline, print_ir_after_all=config.dump_ir())
-    except PipelineError as err:
-        what, fix = _REFUSALS[policy]
-        found = err.diagnostics.rstrip().replace(FIXES[policy], "")
-        raise CompileError(f'hazard_policy="{policy}" refuses fusion {name!r}: it {what}:\n{found}\n{fix}') from None
-    return str(module)
+        return None
+    what, fix = _REFUSALS[policy]
+
+    def refused(diagnostics: str) -> CompileError | None:
+        if FIXES[policy] not in diagnostics:
+            return None  # another failure: a failed compile
+        found = diagnostics.rstrip().replace(FIXES[policy], "")
+        return CompileError(f'hazard_policy="{policy}" refuses fusion {name!r}: it {what}:\n{found}\n{fix}')
+
+    return refused
 
 
 #: Layout of the buffers the runtime allocates: dense, and aligned far beyond 16 bytes.
@@ -200,8 +204,9 @@ def compile_fusion(
     with context, ir.Location.unknown():
         module = fusion.build_module(context, given_outputs=given_outputs)
         stages["fuser"] = _run_stage(module, "fuser-verify", str(module))
-        segmented = _run_stage(module, "fuser-segment", stages["fuser"])
-        stages["segmented"] = _resolve_hazards(module, hazard_policy, segmented, fusion.name)
+        stages["segmented"] = _run_stage(
+            module, f"fuser-segment,fuser-resolve-alias-hazards{{policy={hazard_policy}}}", stages["fuser"], _refusal(hazard_policy, fusion.name)
+        )
         report = [HazardResolution(*entry) for entry in resolutions(module.operation)]
         stages["outlined"] = _run_stage(module, "fuser-outline-segments,fuser-verify", stages["segmented"])
         given_positions = [i for i, g in enumerate(given_outputs or ()) if g]

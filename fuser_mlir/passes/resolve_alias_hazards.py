@@ -45,7 +45,7 @@ from fuser_mlir.pipeline import format_location
 
 POLICIES = ("auto", "reorder", "copy", "reject")
 #: How each policy that may refuse ends its diagnostics: the fix, in the pass's option. ``compile_fusion``
-#: takes it off and names ``hazard_policy`` instead.
+#: knows a refusal by it, takes it off and names ``hazard_policy`` instead.
 FIXES = {"reject": ". Use policy=auto to reorder or copy", "reorder": "; use policy=copy or auto"}
 RESOLUTION_ATTR = "fuser.alias_resolution"
 REPORT_ATTR = "fuser.alias_report"

@@ -96,6 +96,21 @@ def test_bad_inputs_are_rejected_before_running(inputs, message):
     assert fec.stats.misses == 0
 
 
+def test_a_number_for_a_0d_tensor_input_is_told_how_to_make_one(device):
+    with FusionDefinition() as fd:
+        step = fd.define_tensor(shape=[], dtype=DataType.Float)
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(x * step)
+    x = to_device(rand(5), device)
+    made = "numpy.asarray(value, dtype=float32)" if device == "cpu" else "torch.tensor(value, dtype=torch.float32, device='cuda')"
+    for number in (2.0, np.float32(2.0)):
+        with pytest.raises(InputError) as err:
+            fd.execute([number, x])
+        said = str(err.value)
+        assert "input 0 is a tensor of the definition (shape [])" in said and made in said, said
+        assert said.endswith("or declare the input with fd.define_scalar to pass a number"), said
+
+
 def test_arguments_of_which_none_is_an_array_are_told_of_cuda_arrays_too():
     # No argument says which device is meant, so the CPU is assumed; a caller meaning the GPU learns what to pass.
     with FusionDefinition() as fd:

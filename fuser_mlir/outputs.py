@@ -61,13 +61,13 @@ def check_written_inputs(fusion, args: Sequence[object]) -> None:
     the definition can know of. Part of the inputs' validation
     (:func:`fuser_mlir.executor.validate_inputs`)."""
     for index in written_inputs(fusion):
+        if overlaps_itself(args[index]):  # before read-only: numpy.broadcast_to's views are both, and a writable one is refused too
+            raise InputError(f"input {index} {_shares_elements(args[index])}, but the fusion updates it in place; pass a copy")
         if _read_only(args[index]):
             raise InputError(
                 f"input {index} is read-only, but the fusion updates it in place (an output aliased to it); "
                 "pass a writable array (a copy), or define the output without the alias"
             )
-        if overlaps_itself(args[index]):
-            raise InputError(f"input {index} {_shares_elements(args[index])}, but the fusion updates it in place; pass a copy")
         for other, arg in enumerate(args):
             if other != index and fusion.inputs[other].kind == "tensor" and may_overlap(args[index], arg):
                 raise InputError(
@@ -91,10 +91,10 @@ def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
         raise InputError(f"output {index} has shape {list(buf.shape)}, but the fusion produces shape {list(expected)} for these inputs")
     if buf.dtype != spec.dtype.numpy:
         raise InputError(f"output {index} has dtype {buf.dtype}, but the fusion produces {spec.dtype.name} ({spec.dtype.numpy})")
+    if overlaps_itself(buf):  # before read-only, as for inputs written in place
+        raise InputError(f"output {index} {_shares_elements(buf)}, so its writes would race; pass a buffer of distinct elements")
     if _read_only(buf):
         raise InputError(f"output {index} is read-only; pass a writable array")
-    if overlaps_itself(buf):
-        raise InputError(f"output {index} {_shares_elements(buf)}, so its writes would race; pass a buffer of distinct elements")
     return buf
 
 

@@ -169,6 +169,8 @@ def test_declared_contiguity_is_checked():
         (lambda x: np.empty(6, np.float32), "outputs must be None or a list with one entry (a buffer or None) per output, got ndarray"),
         (lambda x: [np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(6,), strides=(0,)), None],
          "output 0 has elements that share memory (shape [6], byte strides [0]"),
+        # read-only too: what no writable copy of that layout would mend is named first
+        (lambda x: [np.broadcast_to(np.zeros(1, np.float32), (6,)), None], "output 0 has elements that share memory (shape [6], byte strides [0]"),
     ],
 )
 def test_bad_outputs_are_rejected_and_nothing_is_written(make_outputs, message):
@@ -215,6 +217,8 @@ def test_buffers_written_whose_elements_share_memory_are_rejected():
     with pytest.raises(InputError, match=r"input 0 has elements that share memory \(shape \[4, 5\], byte strides \[0, 4\].*updates it in place; pass a copy"):
         fd.execute([shared, rand(4, 5)])
     assert not shared.any()
+    with pytest.raises(InputError, match=r"input 0 has elements that share memory"):  # read-only too: the repeats are named first
+        fd.execute([np.broadcast_to(rand(5), (4, 5)), rand(4, 5)])
     x, row = rand(4, 5), rand(5)
     x0, row0 = x.copy(), row.copy()
     fd.execute([x, np.lib.stride_tricks.as_strided(row, shape=(4, 5), strides=(0, 4))])  # read, not written: fine

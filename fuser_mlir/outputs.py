@@ -88,9 +88,15 @@ def _check_output(fusion, spec, index: int, buf: object, shapes, device: str):
     buf = array
     expected = tuple(fusion.output_shape(spec.position, shapes))
     if tuple(buf.shape) != expected:
-        raise InputError(f"output {index} has shape {list(buf.shape)}, but the fusion produces shape {list(expected)} for these inputs")
+        raise InputError(
+            f"output {index} has shape {list(buf.shape)}, but the fusion produces shape {list(expected)} for these inputs; "
+            f"pass a buffer of shape {list(expected)}, or None to have it allocated"
+        )
     if buf.dtype != spec.dtype.numpy:
-        raise InputError(f"output {index} has dtype {buf.dtype}, but the fusion produces {spec.dtype.name} ({spec.dtype.numpy})")
+        raise InputError(
+            f"output {index} has dtype {buf.dtype}, but the fusion produces {spec.dtype.name} ({spec.dtype.numpy}); "
+            f"pass a {spec.dtype.numpy} buffer, or None to have it allocated"
+        )
     if overlaps_itself(buf):  # before read-only, as for inputs written in place
         raise InputError(f"output {index} {_shares_elements(buf)}, so its writes would race; pass a buffer of distinct elements")
     if _read_only(buf):

@@ -161,8 +161,8 @@ def test_declared_contiguity_is_checked():
     "make_outputs, message",
     [
         (lambda x: [None], "the fusion has 2 outputs, but outputs has 1 entry"),
-        (lambda x: [np.empty(5, np.float32), None], "output 0 has shape [5], but the fusion produces shape [6]"),
-        (lambda x: [np.empty(6, np.float64), None], "output 0 has dtype float64, but the fusion produces Float (float32)"),
+        (lambda x: [np.empty(5, np.float32), None], "output 0 has shape [5], but the fusion produces shape [6] for these inputs; pass a buffer of shape [6], or None to have it allocated"),
+        (lambda x: [np.empty(6, np.float64), None], "output 0 has dtype float64, but the fusion produces Float (float32); pass a float32 buffer, or None to have it allocated"),
         (lambda x: [_read_only(np.empty(6, np.float32)), None], "output 0 is read-only"),
         (lambda x: [None, x], "output 1 overlaps input 0, which is not its declared alias"),
         (lambda x: ["not an array", None], "output 0 must be a NumPy array or None, got builtins.str"),

@@ -54,7 +54,7 @@ def search(recipe):
         raise KeyboardInterrupt
     counts["fusions"] += 1
     try:
-        check_every_policy(recipe, fuzz.DEVICE, runs=2)
+        check_every_policy(recipe, fuzz.DEVICE, runs=2, large=True)
     except Exception:
         counts["failures"] += 1
         print(f"== FAILURE {recipe!r}\n{traceback.format_exc()[-2500:]}", file=fuzz.OUT, flush=True)

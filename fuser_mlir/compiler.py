@@ -17,7 +17,8 @@ Stages (each kept as text, ``compiled.ir(stage)``):
     for ``device="cuda"``: the segments' kernels in the gpu dialect, as the
     schedulers wrote them (:mod:`fuser_mlir.lowering.gpu_schedule`); their
     launch programs are ``compiled.program.programs``, the PTX
-    ``compiled.program.ptx``.
+    ``compiled.ptx`` (also of a fusion loaded from the disk cache or an
+    artifact, which keeps no ``program``).
 
 The host function becomes a :class:`~fuser_mlir.runtime.plan.LaunchPlan`
 (plain data); the segment functions become kernels. A failed compile raises

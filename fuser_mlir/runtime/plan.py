@@ -639,6 +639,20 @@ class Inspectable:
             )
         raise KeyError(f"unknown stage '{stage}'; stages: {stages}")
 
+    @property
+    def ptx(self) -> str:
+        """The PTX of the kernels of a fusion compiled for a CUDA device,
+        whether compiled in this process (``program.ptx``) or loaded from the
+        disk cache or an artifact (``program`` None: the image's PTX file)."""
+        if not self.device.startswith("cuda"):
+            raise AttributeError(
+                f"this fusion was compiled for {self.device}, so it has no PTX, which only a fusion compiled for "
+                f"{_BACKEND_STAGES['gpu']} has; its kernels are in .ir('cpu')"
+            )
+        if self.program is not None:
+            return self.program.ptx
+        return self.image.files[self.image.spec["ptx"]].decode()
+
     def to_dot(self) -> str:
         """The segments, buffers and read/write edges as Graphviz dot."""
         from fuser_mlir.visualize import plan_to_dot

@@ -314,6 +314,47 @@ def test_a_hit_from_disk_is_a_loaded_fusion_and_counts_as_a_disk_hit(tmp_path, m
         from_disk.run([rand(3, 2).T])
 
 
+def test_the_ptx_of_a_fusion_that_keeps_no_program_is_its_image_s(tmp_path, monkeypatch):
+    # A fusion from the disk cache (or an artifact) keeps no program: compiled.program.ptx, which the README
+    # named, raised AttributeError on 'NoneType' in every process after the first. compiled.ptx reads the
+    # image's PTX there. Compiled for the GPU without one (PTX needs none); the GPU test below loads it.
+    from dataclasses import replace
+
+    from fuser_mlir.compiler import compile_fusion
+
+    fd = affine_fusion()
+    compiled = compile_fusion(fd, device="cuda:0")
+    assert ".entry " in compiled.ptx and compiled.ptx == compiled.program.ptx
+    assert replace(compiled, program=None).ptx == compiled.ptx  # what a LoadedFusion holds: its image
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    affine_fusion().execute([rand(2, 3)])
+    from_disk = affine_fusion().compile([rand(2, 3)])
+    assert isinstance(from_disk, LoadedFusion) and from_disk.program is None
+    for cpu in (compile_fusion(fd), from_disk):
+        with pytest.raises(AttributeError, match=r"this fusion was compiled for cpu, so it has no PTX, which only a fusion "
+                                                 r"compiled for a CUDA device \(device='cuda:N', or CUDA arrays\) has; its kernels are in .ir\('cpu'\)"):
+            cpu.ptx
+
+
+@pytest.mark.gpu
+def test_the_ptx_of_a_cuda_fusion_from_the_disk_cache_is_the_ptx_compiled(tmp_path, monkeypatch, cuda):
+    from fuser_mlir.runtime.arrays import DeviceArray
+
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    x = DeviceArray.from_numpy(rand(2, 3))
+    compiled = affine_fusion().compile([x])
+    from_disk = affine_fusion().compile([x])
+    assert isinstance(from_disk, LoadedFusion) and from_disk.program is None
+    assert ".entry " in from_disk.ptx and from_disk.ptx == compiled.ptx
+
+
+def affine_fusion():
+    with FusionDefinition(name="affine") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(x * 2.0 + 1.0)
+    return fd
+
+
 def test_another_definition_or_signature_or_policy_misses(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
     small_fusion("exp").execute([rand(2, 3)])

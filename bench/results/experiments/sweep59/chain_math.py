@@ -32,5 +32,5 @@ for path in sorted(Path(os.environ["TRITON_CACHE_DIR"]).rglob("*.ptx")):
     ptx = path.read_text()
     print(f"torch.compile {path.name}: {len(ptx.splitlines())} lines; {counts(ptx)}")
 fd = chain(6)
-ptx = fd.compile([x, b]).program.ptx
+ptx = fd.compile([x, b]).ptx
 print(f"ours: {len(ptx.splitlines())} lines; {counts(ptx)}")

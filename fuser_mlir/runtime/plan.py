@@ -619,7 +619,8 @@ _BACKEND_STAGES = {"cpu": "the CPU (device='cpu', or NumPy arrays)", "gpu": "a C
 
 class Inspectable:
     """The inspection API a compiled fusion and a loaded artifact share;
-    they have ``segments`` and ``stages`` (IR text by stage name)."""
+    they have ``segments``, ``stages`` (IR text by stage name), ``device``,
+    ``program`` (None for a loaded one) and ``image``."""
 
     @property
     def num_segments(self) -> int:

@@ -154,7 +154,7 @@ def _check_tensor(spec, index: int, value: object, device: str = "cpu", assumed:
         kind = "a NumPy array" if device == "cpu" else "a CUDA array (torch, CuPy, ...)"
         gpu = " (or a CUDA array, such as a torch CUDA tensor, to run on the GPU)" if assumed else ""
         if np.isscalar(value):
-            fix = f"{kind}{gpu}"
+            fix = f"{kind} of dtype {spec.dtype.numpy} and rank {len(spec.shape)}{gpu}"
             if not spec.shape:  # a number for a 0-d tensor: say how to make one, and that a scalar input takes numbers
                 made = f"numpy.asarray(value, dtype={spec.dtype.numpy})" if device == "cpu" else f"a 0-d CUDA array (torch.tensor(value, dtype=torch.{spec.dtype.numpy}, device='cuda'))"
                 fix = f"{made}{gpu}, or declare the input with fd.define_scalar to pass a number"

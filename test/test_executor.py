@@ -79,7 +79,7 @@ def test_given_outputs_are_written_in_place_and_returned(device):
     [
         (lambda: [rand(4, 5), rand(1, 5)], "the fusion takes 3 inputs (2 tensors, 1 scalar), got 2"),
         (lambda: [rand(4, 5), rand(1, 5), rand(3)], "input 2 is a scalar (Double) of the definition"),
-        (lambda: [1.0, rand(1, 5), 1.0], "input 0 is a tensor of the definition (shape [-1, -1])"),
+        (lambda: [1.0, rand(1, 5), 1.0], "input 0 is a tensor of the definition (shape [-1, -1]), but got builtins.float 1.0; pass a NumPy array of dtype float32 and rank 2"),
         (lambda: [rand(4, 5, dtype=np.float64), rand(1, 5), 1.0], "input 0 has dtype float64, but the definition declares Float (float32)"),
         (lambda: [rand(4, 5, 2), rand(1, 5), 1.0], "input 0 has rank 3 (shape [4, 5, 2]), but the definition declares rank 2"),
         (lambda: [rand(4, 5), rand(2, 5), 1.0], "input 1 dim 0 has size 2, but the definition declares a broadcast dim of size 1"),

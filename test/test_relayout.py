@@ -279,6 +279,24 @@ def test_reductions_of_permuted_arguments(device, order):
     assert fec.stats.compilations == 1
 
 
+@pytest.mark.parametrize("shape", [(5, 1, 3), (6, 2, 3)])
+def test_a_mean_of_a_permuted_argument_divides_by_its_own_dim_when_a_dead_op_bound_it_to_another(device, shape):
+    # The unused maximum broadcasts the mean's (n0, 3) against x's (n0, n1, 3): it bound n1 to n0 in the definition's
+    # union-find, which the call does not check (no output needs it). Written again for the permuted call, the
+    # mean's size took the first input dim of that class, n0, and divided by 5 (or 6) instead of 1 (or 2).
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, 3], dtype=DataType.Double)
+        mean = fd.ops.mean(x, dims=[1])
+        fd.ops.maximum(x, mean)
+        fd.add_output(mean * 2.0)
+    values = RNG.standard_normal(shape)
+    for order in [(0, 1, 2), (2, 0, 1), (1, 2, 0)]:
+        dx = fortran(values, device, order)
+        (got,) = fd.execute([dx], outputs=[to_device(np.full((shape[0], 3), np.nan), device)])
+        np.testing.assert_allclose(to_host(got), 2 * values.mean(axis=1), rtol=1e-12, err_msg=f"order {order}")
+        np.testing.assert_array_equal(to_host(dx), values)
+
+
 @pytest.mark.parametrize("given", [False, True])
 def test_a_relaid_call_is_remembered_under_its_own_signature(device, given, monkeypatch):
     """After its first call, a column-major call hits an entry of its own

@@ -188,19 +188,16 @@ def _record_again(new: "FusionDefinition", r: "Record", fd: "FusionDefinition", 
 
 
 def _extent_in(new: "FusionDefinition", fd: "FusionDefinition", extent: int, permutation) -> int:
-    """The extent of ``new`` that is ``fd``'s ``extent``: an input dim of its
-    size class, at its place in ``new``'s input. The classes are those of the
-    live ops (:meth:`FusionDefinition.shape_analysis`), the ones calls are
-    checked against: an op no output needs may have bound two dims that a
+    """The extent of ``new`` that is ``fd``'s ``extent``: the first input dim
+    of its size class, at its place in ``new``'s input. The classes are those
+    of the live ops (:meth:`FusionDefinition.shape_analysis`), the ones calls
+    are checked against: an op no output needs may have bound two dims that a
     call gives other sizes (a dim of 1 broadcast), so ``fd._uf``'s would not do."""
-    analysis = fd.shape_analysis()
-    root = analysis.root(extent)
-    for spec in fd.inputs:
-        if spec.is_tensor:
-            for d, e in enumerate(fd.value(spec.value_id).dims):
-                if e is not None and analysis.root(e) == root:
-                    return new.value(new.inputs[spec.index].value_id).dims[permutation(spec.value_id).index(d)]
-    raise ValueError(f"extent {extent} is no input's size")  # a size of a reshape: not written again (iteration_dims)
+    dims = fd.shape_analysis().input_dims(extent)
+    if not dims:
+        raise ValueError(f"extent {extent} is no input's size")  # a size of a reshape: not written again (iteration_dims)
+    index, d = dims[0]
+    return new.value(new.inputs[index].value_id).dims[permutation(fd.inputs[index].value_id).index(d)]
 
 
 def _written_records(fd: "FusionDefinition") -> list:

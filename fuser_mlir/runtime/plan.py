@@ -619,8 +619,8 @@ _BACKEND_STAGES = {"cpu": "the CPU (device='cpu', or NumPy arrays)", "gpu": "a C
 
 class Inspectable:
     """The inspection API a compiled fusion and a loaded artifact share;
-    they have ``segments``, ``stages`` (IR text by stage name), ``device``,
-    ``program`` (None for a loaded one) and ``image``."""
+    they have ``segments``, ``stages`` (IR text by stage name), ``device``
+    and ``image``."""
 
     @property
     def num_segments(self) -> int:
@@ -642,16 +642,15 @@ class Inspectable:
 
     @property
     def ptx(self) -> str:
-        """The PTX of the kernels of a fusion compiled for a CUDA device,
-        whether compiled in this process (``program.ptx``) or loaded from the
-        disk cache or an artifact (``program`` None: the image's PTX file)."""
+        """The PTX of the kernels of a fusion compiled for a CUDA device: its
+        kernel image's PTX file, which a fusion compiled in this process, one
+        loaded from the disk cache and an artifact all have (``program`` is
+        None for the loaded ones)."""
         if not self.device.startswith("cuda"):
             raise AttributeError(
                 f"this fusion was compiled for {self.device}, so it has no PTX, which only a fusion compiled for "
                 f"{_BACKEND_STAGES['gpu']} has; its kernels are in .ir('cpu')"
             )
-        if self.program is not None:
-            return self.program.ptx
         return self.image.files[self.image.spec["ptx"]].decode()
 
     def to_dot(self) -> str:

@@ -198,9 +198,6 @@ def verify_cast(op: ir.Operation) -> None:
     src, result = op.operands[0].type, op.results[0].type
     if T.is_tensor(src) != T.is_tensor(result) or T.shape(src) != T.shape(result):
         raise _Invalid(f"changes the shape from {T.format_shape(T.shape(src))} to {T.format_shape(T.shape(result))}; a cast only changes the element type")
-    for t in (src, result):
-        if T.element_name(t) not in T.ELEMENT_TYPES:
-            raise _Invalid(f"element type {T.element_name(t)} is not one of {', '.join(T.ELEMENT_TYPES)}")
 
 
 def verify_constant(op: ir.Operation) -> None:
@@ -261,9 +258,21 @@ _BY_NAME = {
 }
 
 
+def verify_value_types(op: ir.Operation) -> None:
+    """Every operand and result is a ranked tensor or a scalar of the fuser element types."""
+    for what, values in (("operand", op.operands), ("result", op.results)):
+        for index, value in enumerate(values):
+            t = value.type
+            if T.is_tensor(t) and T.element_name(t) not in T.ELEMENT_TYPES:
+                raise _Invalid(f"{what} {index} has element type {T.element_name(t)}, which is not one of {', '.join(T.ELEMENT_TYPES)}")
+            if not T.is_tensor(t) and str(t) not in T.ELEMENT_TYPES:
+                raise _Invalid(f"{what} {index} has type {t}, which is neither a ranked tensor nor a scalar of {', '.join(T.ELEMENT_TYPES)}")
+
+
 def verify_op(op: ir.Operation) -> None:
     """Raise _Invalid for the first broken invariant of one fuser op."""
     name = O.short_name(op.name)
+    verify_value_types(op)
     category = O.CATEGORY[name]
     if category in ("unary", "binary", "ternary"):
         verify_pointwise(op, name)

@@ -316,10 +316,35 @@ func.func @cast_shape(%a: tensor<?x4xf32>) -> tensor<?x8xf16> {
 // -----
 
 // A cast converts between the supported element types only.
-// CHECK-LABEL: error: 'fuser.cast' op element type i8 is not one of f16, bf16, f32, f64, i32, i64, i1
+// CHECK-LABEL: error: 'fuser.cast' op result 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
 func.func @cast_elem_type(%a: tensor<?x4xf32>) -> tensor<?x4xi8> {
   %0 = "fuser.cast"(%a) : (tensor<?x4xf32>) -> tensor<?x4xi8>
   return %0 : tensor<?x4xi8>
+}
+
+// -----
+
+// So does every other op, on tensors and scalars alike: the lowerings have no
+// storage for other types.
+// CHECK-LABEL: error: 'fuser.neg' op operand 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'fuser.store' op operand 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'fuser.add' op operand 0 has type i16, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+func.func @other_elem_types(%a: tensor<i8>, %s: i16, %out: tensor<i8>) -> (tensor<i8>, i16) {
+  %0 = "fuser.neg"(%a) : (tensor<i8>) -> tensor<i8>
+  %1 = "fuser.store"(%0, %out) : (tensor<i8>, tensor<i8>) -> tensor<i8>
+  %2 = "fuser.add"(%s, %s) : (i16, i16) -> i16
+  return %1, %2 : tensor<i8>, i16
+}
+
+// -----
+
+// Values are ranked tensors or scalars: not memrefs, vectors or indices.
+// CHECK-LABEL: error: 'fuser.exp' op operand 0 has type memref<4xf32>, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'fuser.size' op result 0 has type index, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+func.func @other_types(%a: memref<4xf32>, %t: tensor<?xf32>) -> (memref<4xf32>, index) {
+  %0 = "fuser.exp"(%a) : (memref<4xf32>) -> memref<4xf32>
+  %1 = "fuser.size"(%t) {dim = 0 : i64} : (tensor<?xf32>) -> index
+  return %0, %1 : memref<4xf32>, index
 }
 
 // -----

@@ -13,10 +13,12 @@ op's attributes dropped, a line deleted or moved. It runs through
 user's call would), PIPELINE one fuser pass, a prefix of the compile
 pipeline, or a whole CPU or GPU pipeline. mlir-opt's contract, which
 fuser-opt claims: exit 0 with IR that parses again, or exit 1 with an
-``error:`` diagnostic. A finding is anything else: a Python exception out
-of the driver (a pass that crashed on IR the verifier let through), exit 1
-with no diagnostic, exit 2 (usage) for a pipeline that exists, output that
-does not parse, a crash of the process, or a run over TIMEOUT seconds.
+``error:`` diagnostic; and a pass that keeps the IR fuser IR (no lowering)
+keeps it valid, so its output passes fuser-verify. A finding is anything
+else: a Python exception out of the driver (a pass that crashed on IR the
+verifier let through), exit 1 with no diagnostic, exit 2 (usage) for a
+pipeline that exists, output that does not parse or fails fuser-verify, a
+crash of the process, or a run over TIMEOUT seconds.
 
 Mutants run in a worker process (``--worker``) so that a crash is caught
 and the worker restarted. A search, not a test: it runs for SECONDS and
@@ -55,7 +57,13 @@ PIPELINES = [
     "fuser-cpu-pipeline",
     "fuser-gpu-pipeline",
     "canonicalize,cse",
+    "fuser-outline-segments",
+    "fuser-segment,fuser-segment",
+    "fuser-resolve-alias-hazards,fuser-resolve-alias-hazards",
+    "fuser-segment,fuser-outline-segments,fuser-segment,fuser-outline-segments",
 ]
+#: Passes after which the IR is no longer fuser IR (so fuser-verify does not apply to their output).
+LOWERINGS = ("lower-to-cpu", "lower-to-gpu", "cpu-pipeline", "gpu-pipeline")
 ELEMENT_TYPES = ["f32", "f16", "bf16", "f64", "i32", "i64", "i1", "i8"]
 TENSOR = re.compile(r"tensor<([^<>]*)>")
 SSA_DEF = re.compile(r"^\s*(%[\w.]+)(?::\d+)?\s*=")
@@ -206,6 +214,8 @@ def worker() -> None:
     """Read {"path", "pipeline"} lines; answer each with {"status", ...}."""
     from fuser_mlir._mlir import ir
     from fuser_mlir.dialect import make_context
+    from fuser_mlir.errors import PipelineError
+    from fuser_mlir.pipeline import run_pipeline
     from fuser_mlir.tools.fuser_opt import main
 
     for request in sys.stdin:
@@ -224,8 +234,12 @@ def worker() -> None:
         answer["stderr"] = err.getvalue()[-4000:]
         if rc == 0:
             try:
-                with make_context():
-                    ir.Module.parse(out.getvalue())
+                with make_context(), ir.Location.unknown():
+                    module = ir.Module.parse(out.getvalue())
+                    if not any(name in job["pipeline"] for name in LOWERINGS):
+                        run_pipeline(module, "fuser-verify")
+            except PipelineError as error:
+                answer["unverified"] = error.diagnostics[-2000:]
             except Exception as error:
                 answer["reparse"] = str(error)[-2000:]
         print(json.dumps(answer), flush=True)
@@ -235,7 +249,7 @@ def verdict(answer: dict) -> str | None:
     if "traceback" in answer:
         return "exception"
     if answer["rc"] == 0:
-        return "reparse" if "reparse" in answer else None
+        return "reparse" if "reparse" in answer else "unverified" if "unverified" in answer else None
     if answer["rc"] == 1:
         return None if "error:" in answer["stderr"] else "silent failure"
     return f"exit {answer['rc']}"
@@ -280,7 +294,7 @@ def search(seed: int, seconds: float, out) -> Counter:
             counts[found] += 1
             print(f"== {found} (rc {answer['rc']}) under -p {pipeline}; changes: {changes}", file=out)
             print(text, file=out)
-            print(answer.get("traceback") or answer.get("reparse") or answer["stderr"], file=out, flush=True)
+            print(answer.get("traceback") or answer.get("reparse") or answer.get("unverified") or answer["stderr"], file=out, flush=True)
     work.proc.kill()
     return counts
 

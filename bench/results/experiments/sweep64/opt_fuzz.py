@@ -4,14 +4,15 @@
 
 The seeds are the lit tests' chunks of fuser IR (lit_tests/**/*.mlir, split
 at ``// -----``) and the IR that ``fd.fusion_ir()`` prints for
-test/random_programs.py's random fusions (some outputs given). Each
-mutant changes one to three things in a seed's text: a tensor dim or rank,
-an element type, one tensor type everywhere it appears, an SSA use, an
-op's name (another fuser op), an integer, array or Boolean attribute, an
-op's attributes dropped, a line deleted or moved. It runs through
-``fuser-opt -p PIPELINE`` (fuser-verify on the parsed input first, as a
-user's call would), PIPELINE one fuser pass, a prefix of the compile
-pipeline, or a whole CPU or GPU pipeline. mlir-opt's contract, which
+test/random_programs.py's random fusions (some outputs given), half of
+them also as the compiler outlines them (a host function calling segment
+functions: the lowerings' input). Each mutant changes one to three things
+in a seed's text: a tensor dim or rank, an element type, one tensor type
+everywhere it appears, an SSA use, an op's name (another fuser op), an
+integer, array or Boolean attribute, an op's attributes dropped, a line
+deleted or moved. It runs through ``fuser-opt -p PIPELINE`` (fuser-verify
+on the parsed input first, as a user's call would), PIPELINE one fuser
+pass, a prefix of the compile pipeline, or a whole CPU or GPU pipeline. mlir-opt's contract, which
 fuser-opt claims: exit 0 with IR that parses again, or exit 1 with an
 ``error:`` diagnostic; and a pass that keeps the IR fuser IR (no lowering)
 keeps it valid, so its output passes fuser-verify. A finding is anything
@@ -93,12 +94,26 @@ def seeds(rng: random.Random, fusions: int) -> list[str]:
         steps = [(rng.choice(kinds), rng.randint(0, 99), rng.randint(0, 99), rng.choice(dtypes)) for _ in range(rng.randint(1, 7))]
         try:
             fd = random_fusion(shapes, [rng.choice(dtypes) for _ in shapes], steps)
-            given = [rng.random() < 0.5 for _ in fd.outputs]
+            given = [rng.random() < 0.5 for o in fd.outputs if o.visible]
             texts.append(fd.fusion_ir(given))
+            if rng.random() < 0.5:
+                texts.append(outlined(texts[-1]))
             made += 1
         except Exception:  # a draw the frontend refuses (the strategies' assume)
             continue
     return texts
+
+
+def outlined(text: str) -> str:
+    """``text`` cut into segment functions, as the compiler cuts it before lowering."""
+    from fuser_mlir._mlir import ir
+    from fuser_mlir.dialect import make_context
+    from fuser_mlir.pipeline import run_pipeline
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        run_pipeline(module, "fuser-segment,fuser-resolve-alias-hazards,fuser-outline-segments")
+        return str(module)
 
 
 def mutate(text: str, rng: random.Random) -> tuple[str, list[str]]:

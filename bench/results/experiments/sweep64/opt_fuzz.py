@@ -2,8 +2,8 @@
 
     python3 bench/results/experiments/sweep64/opt_fuzz.py SEED SECONDS [OUT]
 
-The seeds are the lit tests' chunks of fuser IR (lit_tests/**/*.mlir, split
-at ``// -----``) and the IR that ``fd.fusion_ir()`` prints for
+The seeds are the lit tests' chunks of fuser IR (lit_tests/**/*.mlir,
+split at ``// -----``) and the IR that ``fd.fusion_ir()`` prints for
 test/random_programs.py's random fusions (some outputs given), half of
 them also as the compiler outlines them (a host function calling segment
 functions: the lowerings' input). Each mutant changes one to three things
@@ -12,14 +12,15 @@ everywhere it appears, an SSA use, an op's name (another fuser op), an
 integer, array or Boolean attribute, an op's attributes dropped, a line
 deleted or moved. It runs through ``fuser-opt -p PIPELINE`` (fuser-verify
 on the parsed input first, as a user's call would), PIPELINE one fuser
-pass, a prefix of the compile pipeline, or a whole CPU or GPU pipeline. mlir-opt's contract, which
-fuser-opt claims: exit 0 with IR that parses again, or exit 1 with an
-``error:`` diagnostic; and a pass that keeps the IR fuser IR (no lowering)
-keeps it valid, so its output passes fuser-verify. A finding is anything
-else: a Python exception out of the driver (a pass that crashed on IR the
-verifier let through), exit 1 with no diagnostic, exit 2 (usage) for a
-pipeline that exists, output that does not parse or fails fuser-verify, a
-crash of the process, or a run over TIMEOUT seconds.
+pass, a prefix of the compile pipeline, or a whole CPU or GPU pipeline.
+mlir-opt's contract, which fuser-opt claims: exit 0 with IR that parses
+again, or exit 1 with an ``error:`` diagnostic; and a pass that keeps the
+IR fuser IR (no lowering) keeps it valid, so its output passes fuser-
+verify. A finding is anything else: a Python exception out of the driver
+(a pass that crashed on IR the verifier let through), exit 1 with no
+diagnostic, exit 2 (usage) for a pipeline that exists, output that does
+not parse or fails fuser-verify, a crash of the process, or a run over
+TIMEOUT seconds.
 
 Mutants run in a worker process (``--worker``) so that a crash is caught
 and the worker restarted. A search, not a test: it runs for SECONDS and

@@ -15,10 +15,10 @@ on the parsed input first, as a user's call would), PIPELINE one fuser
 pass, a prefix of the compile pipeline, or a whole CPU or GPU pipeline.
 mlir-opt's contract, which fuser-opt claims: exit 0 with IR that parses
 again, or exit 1 with an ``error:`` diagnostic; and a pass that keeps the
-IR fuser IR (no lowering) keeps it valid, so its output passes fuser-
-verify. A finding is anything else: a Python exception out of the driver
-(a pass that crashed on IR the verifier let through), exit 1 with no
-diagnostic, exit 2 (usage) for a pipeline that exists, output that does
+IR fuser IR (no lowering) keeps it valid, so its output passes
+fuser-verify. A finding is anything else: a Python exception out of the
+driver (a pass that crashed on IR the verifier let through), exit 1 with
+no diagnostic, exit 2 (usage) for a pipeline that exists, output that does
 not parse or fails fuser-verify, a crash of the process, or a run over
 TIMEOUT seconds.
 

@@ -198,10 +198,19 @@ def placed(array: np.ndarray, layout: str, device: str, order=None):
         wide[..., ::2] = array
         return to_device(wide, device)[(slice(None),) * (array.ndim - 1) + (slice(None, None, 2),)]  # DeviceArrays take no Ellipsis
     if layout == "offset" and array.size:
-        flat = np.zeros(array.size + 1, array.dtype)
-        flat[1:] = array.ravel()
-        return to_device(flat, device)[1:].reshape(array.shape)
+        return past_aligned_start(array, 1, device)
     return to_device(array, device)
+
+
+def past_aligned_start(array: np.ndarray, elements: int, device: str):
+    """``array``'s values on ``device``, dense, ``elements`` elements past
+    an aligned start (so aligned to ``elements`` times the element size at
+    most)."""
+    if not elements:
+        return to_device(array, device)
+    flat = np.zeros(array.size + elements, array.dtype)
+    flat[elements:] = array.ravel()
+    return to_device(flat, device)[elements:].reshape(array.shape)
 
 
 def poison(shape, dtype) -> np.ndarray:

@@ -16,7 +16,7 @@ from devices import assert_unchanged, to_device, to_host
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pass_cases import poisoned
-from random_programs import ROW_PROGRAMS, derandomized, row_inputs, row_program, row_shapes
+from random_programs import ROW_PROGRAMS, derandomized, past_aligned_start, row_inputs, row_program, row_shapes
 from reference import evaluate, visible_then_written
 from fuser_mlir import DataType, FusionDefinition, FusionExecutorCache
 from fuser_mlir.lowering import gpu_schedule
@@ -90,6 +90,16 @@ SCALAR_LENGTHS = [3, 255, 257, 507, 509, 511, 513, 1015, 1017, 1019, 1021, 1023,
 @pytest.mark.parametrize("case", list(CASES))
 def test_normalizations_of_rows_that_are_not_whole_vectors(case, dtype, device):
     check_rows(case, dtype, device, SCALAR_LENGTHS)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bfloat16_rows_aligned_to_4_bytes(case, device):
+    """Bfloat16 arguments 4 bytes past a 16-byte boundary: two columns a
+    vector access, and the norms' rows of 2K-16K columns kept packed a
+    word a slot across their reductions (PACKED_ROWS; their compile
+    aborted in LLVM before, test_gpu.py), rows that are not whole vectors
+    too."""
+    check_rows(case, "bfloat16", device, [8, 1000, 2048, 2050, 4096, 8192, 16384, 16390, 32768], lead=2)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -352,7 +362,10 @@ def test_rows_of_a_bfloat16_input_among_float32_ones(constants):
         run_checked(fec, inputs, expected, np.float32, "cuda", TOLERANCE["float32"], 1.0, f"{cols} columns")
 
 
-def check_rows(case, dtype, device, lengths, rows=3, ptx=None):
+def check_rows(case, dtype, device, lengths, rows=3, ptx=None, lead=0):
+    """``case`` in ``dtype`` on ``rows`` rows of each of ``lengths`` against
+    the float64 reference (see run_checked; ``lead``: every argument starts
+    that many elements past an aligned start), all on one compiled fusion."""
     ref, weights = CASES[case]
     low = dtype == "bfloat16"
     np_dtype = BF16 if low else np.dtype(np.float32)
@@ -363,7 +376,7 @@ def check_rows(case, dtype, device, lengths, rows=3, ptx=None):
         expected = ref(*[a.astype(np.float64) for a in inputs])
         # softmax outputs are about 1/cols: compare them relative to the row's largest
         scale = np.abs(expected).max(axis=1, keepdims=True) if case == "softmax" else 1.0
-        run_checked(fec, inputs, expected, np_dtype, device, TOLERANCE[dtype], scale, f"{case} {dtype} {cols} columns", ptx)
+        run_checked(fec, inputs, expected, np_dtype, device, TOLERANCE[dtype], scale, f"{case} {dtype} {cols} columns", ptx, lead)
     assert fec.stats.misses == 1
 
 
@@ -371,15 +384,16 @@ def check_rows(case, dtype, device, lengths, rows=3, ptx=None):
 TOLERANCE = {"float32": (2e-5, 2e-5), "bfloat16": (2**-7, 2e-2)}
 
 
-def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what, ptx=None):
-    """Run ``fec`` on host ``inputs`` (moved to ``device``) into an output
-    of ``out_dtype`` poisoned with NaN; check it against the float64
+def run_checked(fec, inputs, expected, out_dtype, device, tolerance, scale, what, ptx=None, lead=0):
+    """Run ``fec`` on host ``inputs`` (moved to ``device``, ``lead``
+    elements past an aligned start, the output too) into an output of
+    ``out_dtype`` poisoned with NaN; check it against the float64
     ``expected`` (both divided by ``scale``) and the inputs unchanged.
     ``ptx``: text the compiled kernels' PTX must hold. Returns the output
     on the host."""
     before = [a.copy() for a in inputs]
-    out = to_device(np.full(expected.shape, np.nan, out_dtype), device)
-    arguments = [to_device(a, device) for a in inputs]
+    out = past_aligned_start(np.full(expected.shape, np.nan, out_dtype), lead, device)
+    arguments = [past_aligned_start(a, lead, device) for a in inputs]
     if ptx is not None:
         compiled, _, _ = fec.compiled_for(arguments, [out])
         assert ptx in compiled.program.ptx

@@ -2314,9 +2314,11 @@ def _asm_words(vtype: ir.Type, operands: list, text: str, constraints: list[str]
     i32 = ir.IntegerType.get_signless(32)
     vtype = ir.VectorType(vtype)
     count = vtype.shape[0] * element_bytes(vtype.element_type) // 4
-    struct = ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * count) + ")>")
-    asm = llvm.InlineAsmOp(struct, operands, text, ",".join(["=r"] * count + constraints), has_side_effects=True).result
-    words = vector.FromElementsOp(ir.VectorType.get([count], i32), [llvm.ExtractValueOp(i32, asm, [w]).result for w in range(count)]).result
+    # LLVM takes the one output of an asm as its value, and several as a struct (a struct of one aborts its codegen).
+    result = i32 if count == 1 else ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * count) + ")>")
+    asm = llvm.InlineAsmOp(result, operands, text, ",".join(["=r"] * count + constraints), has_side_effects=True).result
+    outputs = [asm] if count == 1 else [llvm.ExtractValueOp(i32, asm, [w]).result for w in range(count)]
+    words = vector.FromElementsOp(ir.VectorType.get([count], i32), outputs).result
     return vector.BitCastOp(vtype, words).result
 
 

@@ -571,25 +571,26 @@ def test_rows_that_fit_in_registers_are_read_once_and_longer_rows_in_unrolled_ch
 _BENCH_ROWS: dict = {}
 
 
-def bench_rows(case: str, dtype: str, arch: str | None = None):
-    """A normalization of bench/run.py for dense, 16-byte aligned arguments:
-    scheduled (the kernel module's text), or with ``arch`` compiled for it
-    (the GpuProgram, PTX and all), and a function from a row length to the
-    launch that runs rows of it. Compiled once for each set of the
-    lowering's constants (what the tests monkeypatch) and libdevice."""
+def bench_rows(case: str, dtype: str, arch: str | None = None, alignment: int = 16):
+    """A normalization of bench/run.py for dense arguments aligned to
+    ``alignment`` bytes: scheduled (the kernel module's text), or with
+    ``arch`` compiled for it (the GpuProgram, PTX and all), and a function
+    from a row length to the launch that runs rows of it. Compiled once for
+    each set of the lowering's constants (what the tests monkeypatch) and
+    libdevice."""
     settings = tuple((name, repr(value)) for module in (gpu_schedule, gpu) for name, value in sorted(vars(module).items()) if name.isupper())
-    key = (case, dtype, arch, settings, config.libdevice_path())
+    key = (case, dtype, arch, alignment, settings, config.libdevice_path())
     if key not in _BENCH_ROWS:
-        _BENCH_ROWS[key] = _bench_rows(case, dtype, arch)
+        _BENCH_ROWS[key] = _bench_rows(case, dtype, arch, alignment)
     return _BENCH_ROWS[key]
 
 
-def _bench_rows(case: str, dtype: str, arch: str | None):
+def _bench_rows(case: str, dtype: str, arch: str | None, alignment: int):
     bench = load_bench("run")
     bench_case = next(c for c in bench.CASES if c.name == case)
     shapes_of = bench_case.shapes
     context, module = outlined(bench.fusion_for(bench_case, dtype))
-    layouts = {f"{case}_{dtype}_seg0": [(True, 16)] * (len(shapes_of(1 << 20, 1024)) + 1)}
+    layouts = {f"{case}_{dtype}_seg0": [(True, alignment)] * (len(shapes_of(1 << 20, 1024)) + 1)}
     with context, ir.Location.unknown():
         scheduled = lower_to_gpu(module, layouts) if arch is None else compile_gpu(module, arch=arch, load=False, layouts=layouts)
     (program,) = scheduled.programs.values()
@@ -1410,6 +1411,21 @@ def test_bfloat16_norms_keep_their_rows_packed_across_their_reductions(case, red
     assert launch.block == [512, 1, 1]
     assert len(moves) == 8 * reductions
     assert spill_bytes(program.ptx, launch.kernel) == 0
+
+
+@pytest.mark.parametrize("case", ["rms_norm", "layer_norm"])
+def test_bfloat16_rows_of_two_columns_a_vector_stay_packed_a_word_a_slot(case):
+    """Bfloat16 arguments aligned to 4 bytes (not 8) load two columns a
+    vector access, so PACKED_ROWS moves one 32-bit word a slot: an inline
+    asm of one output, which LLVM takes as an i32 (as a struct of one i32,
+    LLVM's NVPTX codegen aborted the process: gpu_compile_fuzz.py, sweep
+    64). The rows of 2K-16K columns run kernels that move their slots so,
+    and the module compiles to PTX."""
+    needs_libdevice()
+    program, chosen = bench_rows(case, "bfloat16", "sm_90", alignment=4)
+    assert '"mov.b32 $0, $1;", "=r,r" %' in program.kernel_ir
+    for cols in (2048, 4096, 8192, 16384):
+        assert re.search(r"mov\.b32 %r\d+, %r\d+;", kernel_ptx(program.ptx, chosen(cols).kernel)), cols
 
 
 def test_cached_blocks_load_their_weights_with_the_row_where_they_fit(monkeypatch):

@@ -13,6 +13,8 @@ key can hold: each input and given output dense or strided, aligned to 16,
 frontend's refusal of a draw. Without ptxas on the PATH the PTX is not
 assembled ("assembled by ptxas" counts the fusions whose kernels were). A
 search, not a test: it runs for SECONDS and writes every finding, with what reproduces it, to OUT.
+Each fusion is written to OUT.current before it compiles, so a crash of
+the whole process (an abort inside LLVM) leaves what reproduces it there.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def search(seed: int, seconds: float, out) -> Counter:
             "given": {i: layout for i, g in enumerate(given) if g and (layout := draw_layout(rng))},
         }
         counts["fusions"] += 1
+        CURRENT.write_text(f"{built}\ngiven_outputs={given}, layouts={layouts}\n")  # what a crash of the process leaves
         try:
             compiled = compile_fusion(fd, given_outputs=given, device="cuda:0", layouts=layouts)
         except DefinitionError:
@@ -94,6 +97,7 @@ def search(seed: int, seconds: float, out) -> Counter:
 if __name__ == "__main__":
     SEED, SECONDS = int(sys.argv[1]), float(sys.argv[2])
     OUT = open(sys.argv[3], "a") if len(sys.argv) > 3 else sys.stdout
+    CURRENT = Path(f"{sys.argv[3] if len(sys.argv) > 3 else f'/tmp/gpu_compile_fuzz_{SEED}'}.current")
     counts = search(SEED, SECONDS, OUT)
     line = f"gpu_compile_fuzz seed {SEED}, {SECONDS:.0f} s: {dict(counts)}"
     print(line, file=OUT, flush=True)

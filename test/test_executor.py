@@ -257,6 +257,35 @@ def test_reshape_whose_inferred_size_needs_a_division(device):
         fec.run([to_device(rand(1, 6, 1), device)])  # 6 elements cannot form rows of 4
 
 
+def cast_then_reshaped():
+    """An int32 ``x`` of shape [3, 1, ?]; ``w = where(x > 0, x, 1.5)``;
+    outputs ``w`` flattened and ``where(x > 0, permute(w), 1.5)``, whose
+    broadcast of [3, 1, ?] with [?, 1, 3] binds ``?`` to 3."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[3, 1, -1], dtype=DataType.Int32)
+        w = fd.ops.where(x > 0, x, 1.5)
+        fd.add_output(fd.ops.reshape(w, [-1]))
+        fd.add_output(fd.ops.where(x > 0, fd.ops.permute(w, [2, 1, 0]), 1.5))
+    return fd
+
+
+def test_reshape_of_a_value_a_broadcast_made_static(device):
+    """The GPU's lowering gives ``w`` a buffer of the static shape the
+    broadcast binds and casts it for the reshape (test_gpu.py: the
+    schedulers refused the cast before). Both outputs against NumPy, into
+    NaN-poisoned given outputs; the input unchanged."""
+    x = np.random.default_rng().integers(-5, 5, (3, 1, 3)).astype(np.int32)
+    before = x.copy()
+    w = np.where(x > 0, x, 1.5)
+    want = [w.ravel(), np.where(x > 0, w.transpose(2, 1, 0), 1.5)]
+    given = [to_device(np.full(v.shape, np.nan, np.float32), device) for v in want]
+    xd = to_device(x, device)
+    got = FusionExecutorCache(cast_then_reshaped()).run([xd], outputs=given)
+    for g, v in zip(got, want):
+        np.testing.assert_array_equal(to_host(g), v.astype(np.float32))
+    np.testing.assert_array_equal(to_host(xd), before)
+
+
 @pytest.mark.parametrize("shape, new_shape", [((2, 3), (3, 2)), ((1, 3), (-1,)), ((6,), (2, 3)), ((2, 3, 4), (4, -1))])
 def test_reshape_of_static_shapes(device, shape, new_shape):
     """A reshape whose sizes are all known when the fusion is defined (its

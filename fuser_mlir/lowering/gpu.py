@@ -340,6 +340,7 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
         run_pipeline(lowered, GENERALIZE_PIPELINE)
     except PipelineError as err:
         raise _failed(err, source) from None
+    fold_size_casts(lowered)
     with lowered.context, ir.Location.unknown():
         kernels = ir.Module.create()
         kernels.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -361,6 +362,26 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
         # is the same) crashed the process (a segfault in the NVVM pipeline).
         text = _use_libdevice(str(kernels), [symbol_name(d) for d in declarations])
     return GpuKernels(ir.Module.parse(text, context=lowered.context), programs, kinds, text)
+
+
+def fold_size_casts(module: ir.Module) -> None:
+    """Each ``memref.cast`` in a segment that changes only which sizes its
+    type states (same element type, layout and memory space) replaced by
+    its operand. Canonicalization leaves such casts where it made a buffer's
+    type more static than its readers': before a ``memref.reshape``, when a
+    fusion's ``?`` dim was bound to a static size by a broadcast. The
+    schedulers take a buffer by what it is, so they need no cast."""
+    for func in module.body.operations:
+        if func.operation.name != "func.func" or not func.regions[0].blocks:
+            continue
+        for op in list(func.regions[0].blocks[0].operations):
+            op = op.operation
+            if op.name != "memref.cast":
+                continue
+            source, result = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
+            if (source.element_type, source.layout, source.memory_space) == (result.element_type, result.layout, result.memory_space):
+                op.results[0].replace_all_uses_with(op.operands[0])
+                op.erase()
 
 
 def _failed(err: PipelineError, source: str) -> CompileError:

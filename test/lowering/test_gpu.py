@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench_scripts import load as load_bench
+from test_executor import cast_then_reshaped
 from fuser_mlir import CompileError, DataType, FusionDefinition, config
 from fuser_mlir._mlir import ir
 from fuser_mlir.dialect import make_context
@@ -213,6 +214,21 @@ def test_a_reshape_to_a_static_shape_views_its_copy_with_constant_sizes():
     views = [launch.args[0] for launch in program.launches if launch.args[0][0] == "view"]
     assert views and all(view == ["view", 0, [["const", 3], ["const", 2]]] for view in views)
     assert program.temps[0].shape == [["const", 2], ["const", 3]]
+
+
+def test_a_buffer_more_static_than_the_reshape_of_it_is_taken_without_its_cast():
+    """Canonicalization gives ``w``'s buffer the static shape [3, 1, 3] and
+    casts it to [3, 1, ?] for the reshape that flattens it: the schedulers
+    take the buffer itself (:func:`gpu.fold_size_casts`), as the reshape's
+    view of the temporary; before, the segment was refused ("cannot run
+    'memref.cast'": gpu_compile_fuzz.py, sweep 64)."""
+    context, module = outlined(cast_then_reshaped())
+    with context, ir.Location.unknown():
+        assert "memref.cast" in str(gpu_buffers(module))
+        scheduled = lower_to_gpu(module)
+    (program,) = scheduled.programs.values()
+    assert program.temps[0].shape == [["const", 3], ["const", 1], ["const", 3]]
+    assert any(arg[:2] == ["view", 0] for launch in program.launches for arg in launch.args)
 
 
 def gpu_buffers(module):

@@ -6,7 +6,8 @@
    and bufferization, :data:`BUFFERS_PIPELINE`; float max/min reductions
    combine with ``maximumf``, one ``max.NaN`` instruction, instead of the
    CPU's order keys), then
-   ``linalg-generalize-named-ops`` (fills and copies become generics).
+   ``linalg-generalize-named-ops`` (fills and copies become generics), and
+   casts that only restate a buffer's sizes folded away (:func:`fold_size_casts`).
 2. The schedulers (:mod:`fuser_mlir.lowering.gpu_schedule`) write one or
    more ``gpu.func`` kernels per segment into one ``gpu.module`` and return a
    :class:`~fuser_mlir.runtime.launch.SegmentProgram` per segment (temporaries

@@ -19,12 +19,16 @@ SHAPES = st.lists(st.lists(DIM, min_size=0, max_size=3), min_size=1, max_size=3)
 DTYPES = st.sampled_from([DataType.Float, DataType.Half, DataType.Int32, DataType.Bool])
 #: DTYPES and the two the GPU's kernels treat apart (bfloat16 words, float64 accumulators).
 ALL_DTYPES = st.sampled_from([DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double, DataType.Int32, DataType.Bool])
-KINDS = st.sampled_from(["unary", "binary", "sum", "max", "permute", "flatten", "cast", "mean", "where"])
+KIND_NAMES = ("unary", "binary", "sum", "max", "permute", "flatten", "cast", "mean", "where")
+KINDS = st.sampled_from(KIND_NAMES)
+#: KIND_NAMES and the ops the suite's draws leave to their own tests (for
+#: searches: the suite's derandomized draws stay what they were).
+WIDE_KIND_NAMES = KIND_NAMES + ("clamp", "lerp", "compare", "exp", "prod", "min", "var", "var_mean", "new_dim", "reshape")
 
 
-def step(dtypes=DTYPES):
+def step(dtypes=DTYPES, kinds=KINDS):
     """One step: its kind, two picks from the values so far, a cast's dtype."""
-    return st.tuples(KINDS, st.integers(0, 99), st.integers(0, 99), dtypes)
+    return st.tuples(kinds, st.integers(0, 99), st.integers(0, 99), dtypes)
 
 
 STEP = step()
@@ -123,7 +127,34 @@ def apply_step(fd, pool, step):
         return fd.ops.reshape(a, [-1])
     if kind == "cast":
         return fd.ops.cast(a, dtype)
+    wide = _wide_step(fd, kind, a, b, i, j)
+    if wide is not None:
+        return wide
     return fd.ops.neg(a) if not a.dtype.is_bool else fd.ops.logical_not(a)
+
+
+def _wide_step(fd, kind, a, b, i, j):
+    """A WIDE_KIND_NAMES step beyond KIND_NAMES, or None where it does not
+    apply to ``a`` (and ``b``)."""
+    rank, dim = a.ndim, j % max(a.ndim, 1)
+    if kind == "clamp" and not a.dtype.is_bool:
+        return fd.ops.clamp(a, -0.5, 2.0) if a.dtype.is_float else fd.ops.clamp(a, -1, 2)
+    if kind == "lerp" and not a.dtype.is_bool and not b.dtype.is_bool:
+        return fd.ops.lerp(a, b, 0.25 if i % 2 else 0.75)
+    if kind == "compare":
+        return fd.ops.lt(a, b) if i % 2 else fd.ops.ge(a, b)
+    if kind == "exp" and a.dtype.is_float:
+        return fd.ops.exp(fd.ops.tanh(a))
+    if kind in ("prod", "min") and rank > 0:
+        return getattr(fd.ops, kind)(a, dims=[dim], keepdim=bool(i % 2))
+    if kind in ("var", "var_mean") and rank > 0 and not a.dtype.is_bool:
+        var, mean = fd.ops.var_mean(a, dims=[dim], correction=i % 2, keepdim=bool(i % 3))
+        return var if kind == "var" else var - mean
+    if kind == "new_dim":
+        return fd.ops.broadcast_in_dim(a, [3] + [-1] * rank, list(range(1, rank + 1)))
+    if kind == "reshape" and rank > 0:
+        return fd.ops.reshape(a, [1, -1] if i % 2 else [-1, 1])
+    return None
 
 
 def random_fusion(shapes, dtypes, steps) -> FusionDefinition:

@@ -25,10 +25,14 @@ cannot hold left out; the inputs must be unchanged. A mismatch on the GPU
 is run on the CPU too: the same count there points at the reference or the
 tolerance rather than the GPU's kernels. Every mismatch or exception is
 written to OUT (default stdout) with what reproduces it. A search, not a
-test: it runs for SECONDS.
+test: it runs for SECONDS. With KINDS=wide in the environment (from sweep 65
+on) the random fusions' steps are drawn from random_programs.WIDE_KIND_NAMES
+(clamp, lerp, comparisons, prod, min, var, var_mean, a new leading dim and
+reshapes besides the suite's kinds).
 """
 
 import contextlib
+import os
 import sys
 import time
 import traceback
@@ -40,7 +44,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import UnsatisfiedAssumption  # noqa: E402
 from random_programs import (  # noqa: E402
-    ALL_DTYPES, LARGE_SIZES, LAYOUTS, ROW_PROGRAMS, SHAPES, assert_matches_reference, large_shapes, placed, poison, random_fusion, random_input, row_inputs,
+    ALL_DTYPES, KINDS, LARGE_SIZES, LAYOUTS, ROW_PROGRAMS, SHAPES, WIDE_KIND_NAMES, assert_matches_reference, large_shapes, placed, poison, random_fusion, random_input, row_inputs,
     row_program, step,
 )
 from reference import evaluate, visible_then_written  # noqa: E402
@@ -51,6 +55,7 @@ DEVICE, SEED, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
 END = time.monotonic() + SECONDS
 DEADLINE = [END - SECONDS / 2]  # the random fusions' search, then the row programs' until END
+STEP_KINDS = st.sampled_from(WIDE_KIND_NAMES) if os.environ.get("KINDS") == "wide" else KINDS
 counts = {"programs": 0, "calls": 0, "mismatches": 0, "on the CPU too": 0, "errors": 0}
 
 
@@ -125,7 +130,7 @@ SETTINGS = settings(max_examples=10**6, database=None, deadline=None, phases=[Ph
 
 @seed(SEED)
 @SETTINGS
-@given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7), data=st.integers(0, 2**31))
+@given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES, STEP_KINDS), min_size=1, max_size=7), data=st.integers(0, 2**31))
 def programs(shapes, dtypes, steps, data):
     if time.monotonic() > DEADLINE[0]:
         raise KeyboardInterrupt

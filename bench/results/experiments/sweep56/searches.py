@@ -2,7 +2,8 @@
 row programs, each handed to ``check(fd, make_arrays, rng, label)``, where
 ``make_arrays(rng)`` draws a set of inputs (None where one would be over
 MAX_ELEMENTS: draw again; :func:`arrays_it_takes` draws those the fusion
-takes). Each stops past sweep55/fuzz.py's DEADLINE."""
+takes). Each stops past sweep55/fuzz.py's DEADLINE; KINDS=wide in the
+environment draws the random fusions' steps from its STEP_KINDS too."""
 
 import sys
 import time
@@ -49,7 +50,7 @@ def program_search(check, sizes=None):
 
     @seed(fuz_cli.SEED)
     @fuz_cli.SETTINGS
-    @given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7), data=st.integers(0, 2**31))
+    @given(shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES, fuz_cli.STEP_KINDS), min_size=1, max_size=7), data=st.integers(0, 2**31))
     def programs(shapes, dtypes, steps, data):
         if time.monotonic() > fuz_cli.DEADLINE[0]:
             raise KeyboardInterrupt

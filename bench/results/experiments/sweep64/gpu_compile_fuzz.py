@@ -39,7 +39,7 @@ from fuser_mlir.compiler import compile_fusion  # noqa: E402
 from fuser_mlir.errors import DefinitionError  # noqa: E402
 
 DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double, DataType.Int32, DataType.Bool]
-#: The suite's step kinds (sessions 64's seeds, up to 660); from sweep 65 on, with KINDS=wide in the environment, the
+#: The suite's step kinds (session 64's seeds, up to 660); from sweep 65 on, with KINDS=wide in the environment, the
 #: wider list (clamp, lerp, comparisons, prod, min, var, var_mean, a new leading dim, reshapes).
 KINDS = WIDE_KIND_NAMES if os.environ.get("KINDS") == "wide" else KIND_NAMES
 ROW_DTYPES = [DataType.Float, DataType.Half, DataType.BFloat16, DataType.Double]

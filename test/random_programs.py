@@ -1,8 +1,8 @@
 """Random fusion programs for property-based tests: a chain of pointwise
 ops (with implicit broadcasting), reductions, permutes, flattening reshapes,
 casts and selects over a few inputs of random shapes and dtypes (searches
-may draw more ops: WIDE_KIND_NAMES); and row
-programs (:func:`row_program`), of softmax's and the norms' shape. For
+may draw more ops: WIDE_KIND_NAMES); and row programs
+(:func:`row_program`), of softmax's and the norms' shape. For
 draws of large sizes and memory layouts (:func:`large_shapes`,
 :func:`placed`): the shapes and layouts that reach the GPU's tiles, cached
 and staged rows, strided and misaligned variants."""

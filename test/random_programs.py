@@ -202,6 +202,9 @@ def input_shapes(fd, rng, sizes=None) -> list[tuple[int, ...]]:
 LARGE_SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
 #: How :func:`placed` lays an array out (row-major twice as often as each other).
 LAYOUTS = ("row-major", "row-major", "permuted", "strided", "offset")
+#: How many elements past an aligned start :func:`placed`'s offset layouts start
+#: (the two mid ones, 4- and 8-byte vector classes, for searches).
+OFFSETS = {"offset": 1, "offset by 2": 2, "offset by 3": 3}
 
 
 def large_shapes(fd, rng, max_elements: int) -> list[tuple[int, ...]] | None:
@@ -222,15 +225,16 @@ def placed(array: np.ndarray, layout: str, device: str, order=None):
     """``array``'s values on ``device`` laid out: ``row-major``; ``permuted``,
     its dims in memory in ``order``; ``strided``, every other element of a
     buffer twice as wide; ``offset``, dense from one element past an aligned
-    start (no vector access). Arrays of too few dims or elements row-major."""
+    start (no vector access; ``offset by 2`` and ``by 3`` likewise, see
+    OFFSETS). Arrays of too few dims or elements row-major."""
     if layout == "permuted" and array.ndim >= 2:
         return to_device(np.ascontiguousarray(array.transpose(order)), device).transpose(tuple(np.argsort(order)))
     if layout == "strided" and array.ndim >= 1:
         wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
         wide[..., ::2] = array
         return to_device(wide, device)[(slice(None),) * (array.ndim - 1) + (slice(None, None, 2),)]  # DeviceArrays take no Ellipsis
-    if layout == "offset" and array.size:
-        return past_aligned_start(array, 1, device)
+    if layout in OFFSETS and array.size:
+        return past_aligned_start(array, OFFSETS[layout], device)
     return to_device(array, device)
 
 

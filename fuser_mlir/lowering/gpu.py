@@ -6,8 +6,9 @@
    and bufferization, :data:`BUFFERS_PIPELINE`; float max/min reductions
    combine with ``maximumf``, one ``max.NaN`` instruction, instead of the
    CPU's order keys), then
-   ``linalg-generalize-named-ops`` (fills and copies become generics), and
-   casts that only restate a buffer's sizes folded away (:func:`fold_size_casts`).
+   ``linalg-generalize-named-ops`` (fills and copies become generics); each
+   segment's casts that only restate a buffer's sizes are folded away
+   (:func:`fold_size_casts`) as it comes to its scheduler.
 2. The schedulers (:mod:`fuser_mlir.lowering.gpu_schedule`) write one or
    more ``gpu.func`` kernels per segment into one ``gpu.module`` and return a
    :class:`~fuser_mlir.runtime.launch.SegmentProgram` per segment (temporaries
@@ -341,7 +342,6 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
         run_pipeline(lowered, GENERALIZE_PIPELINE)
     except PipelineError as err:
         raise _failed(err, source) from None
-    fold_size_casts(lowered)
     with lowered.context, ir.Location.unknown():
         kernels = ir.Module.create()
         kernels.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -357,6 +357,7 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
             op = op.operation
             if op.name == "func.func" and op.regions[0].blocks:  # segments_only kept segments alone
                 name = symbol_name(op)
+                fold_size_casts(op)
                 programs[name] = schedule_segment(op, body, name, (layouts or {}).get(name), arch)
         # Through text also where there are no libm calls: a pipeline run on
         # the module the schedulers built in place (verify() passes, its text
@@ -365,24 +366,22 @@ def lower_to_gpu(module: ir.Module | ir.Operation, layouts: dict[str, list] | No
     return GpuKernels(ir.Module.parse(text, context=lowered.context), programs, kinds, text)
 
 
-def fold_size_casts(module: ir.Module) -> None:
-    """Each ``memref.cast`` in a segment that changes only which sizes its
-    type states (same element type, layout and memory space) replaced by
-    its operand. Canonicalization leaves such casts where it made a buffer's
-    type more static than its readers': before a ``memref.reshape``, when a
-    fusion's ``?`` dim was bound to a static size by a broadcast. The
-    schedulers take a buffer by what it is, so they need no cast."""
-    for func in module.body.operations:
-        if func.operation.name != "func.func" or not func.regions[0].blocks:
+def fold_size_casts(segment: ir.Operation) -> None:
+    """Each ``memref.cast`` in ``segment`` (a func on buffers) that changes
+    only which sizes its type states (same element type, layout and memory
+    space) replaced by its operand. Canonicalization leaves such casts where
+    it made a buffer's type more static than its readers': before a
+    ``memref.reshape``, when a fusion's ``?`` dim was bound to a static size
+    by a broadcast. The schedulers take a buffer by what it is, so they need
+    no cast."""
+    for op in list(segment.regions[0].blocks[0].operations):
+        op = op.operation
+        if op.name != "memref.cast":
             continue
-        for op in list(func.regions[0].blocks[0].operations):
-            op = op.operation
-            if op.name != "memref.cast":
-                continue
-            source, result = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
-            if (source.element_type, source.layout, source.memory_space) == (result.element_type, result.layout, result.memory_space):
-                op.results[0].replace_all_uses_with(op.operands[0])
-                op.erase()
+        source, result = ir.MemRefType(op.operands[0].type), ir.MemRefType(op.results[0].type)
+        if (source.element_type, source.layout, source.memory_space) == (result.element_type, result.layout, result.memory_space):
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
 
 
 def _failed(err: PipelineError, source: str) -> CompileError:

@@ -203,7 +203,8 @@ LARGE_SIZES = [1, 2, 3, 5, 31, 64, 100, 127, 256, 1000, 1024, 4099, 8192, 20000]
 #: How :func:`placed` lays an array out (row-major twice as often as each other).
 LAYOUTS = ("row-major", "row-major", "permuted", "strided", "offset")
 #: How many elements past an aligned start :func:`placed`'s offset layouts start
-#: (the two mid ones, 4- and 8-byte vector classes, for searches).
+#: (the two mid ones reach the 4- and 8-byte vector classes: sweep55/fuzz.py's
+#: OFFSETS=mid and test_random_layouts.py's mid-offset test).
 OFFSETS = {"offset": 1, "offset by 2": 2, "offset by 3": 3}
 
 

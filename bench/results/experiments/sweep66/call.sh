@@ -8,7 +8,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   exit
 fi
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $COMMIT"; date; } > $OUT/gpu.txt 2>&1
-PYTEST_ADDOPTS="--durations=4" GPU_TEST_LOGS=/tmp/gt bash scripts/gpu-tests.sh 4 test/test_random_layouts.py > $OUT/layouts.txt 2>&1
+PYTEST_ADDOPTS="--durations=4" GPU_TEST_LOGS=/tmp/gt bash scripts/gpu-tests.sh 2 test/test_random_layouts.py > $OUT/layouts.txt 2>&1
 echo "rc=$?" >> $OUT/layouts.txt
 cat /tmp/gt/shard.*.log >> $OUT/layouts.txt
 date >> $OUT/gpu.txt

@@ -19,6 +19,7 @@ mkdir -p "$logs" && rm -f "$logs"/shard.* "$logs"/ids.*  # a run of more process
 python3 -m pytest -q --collect-only -p no:cacheprovider -m gpu "${paths[@]}" | grep '::' > "$logs/ids.txt"
 count=$(wc -l < "$logs/ids.txt")
 [ "$count" -gt 0 ] || { echo "gpu-tests.sh: no GPU tests collected from ${paths[*]}"; exit 1; }
+[ "$processes" -le "$count" ] || processes=$count  # an empty shard would run every test
 split -n "r/$processes" -d "$logs/ids.txt" "$logs/ids."
 pids=()
 for ids in "$logs"/ids.[0-9]*; do

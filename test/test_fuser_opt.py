@@ -338,3 +338,21 @@ def test_a_lowering_pipeline_given_a_whole_fusion_names_the_passes_to_run_first(
     step = pipeline.replace("pipeline", "").replace("fuser-", "fuser-lower-to-").rstrip("-")
     assert f"error: {step}: @fusion stores into buffers it makes (fuser.empty): it is a whole fusion" in err
     assert "run -p fuser-segment,fuser-outline-segments first" in err
+
+
+UNREAD_I8_ARGUMENT = """func.func @fusion(%a: tensor<f32>, %b: tensor<i8>, %out: tensor<f32>) -> tensor<f32> attributes {fuser.num_inputs = 2 : i64} {
+  %0 = "fuser.neg"(%a) : (tensor<f32>) -> tensor<f32>
+  %1 = "fuser.store"(%0, %out) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("pipeline", ["fuser-cpu-pipeline", "fuser-gpu-pipeline"])
+def test_a_lowering_pipeline_refuses_an_argument_of_another_element_type_that_no_op_reads(capsys, tmp_path, pipeline):
+    # found by sweep64/opt_fuzz.py (seed 684): the GPU lowering's argument kinds raised a KeyError on i8
+    source = tmp_path / "unread.mlir"
+    source.write_text(UNREAD_I8_ARGUMENT)
+    code, out, err = fuser_opt(capsys, str(source), "-p", pipeline)
+    assert code == 1 and out == ""
+    assert err == f"{source}:1:1: error: 'func.func' op argument 1 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1\n"

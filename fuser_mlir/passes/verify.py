@@ -4,7 +4,8 @@ Preconditions: none; run it first on any fuser IR (the compiler does).
 Effect: changes nothing; emits one error per broken invariant at the op's
 location and fails. The rules are listed in ``dialect/README.md``: every
 operand and result is a ranked tensor or a scalar of the seven element
-types; pointwise operands agree in rank, sizes (a static 1 broadcasts) and
+types, and so is every argument and result of a function that holds fuser
+ops (reported on the ``func.func``); pointwise operands agree in rank, sizes (a static 1 broadcasts) and
 element type; reductions name each dim once and in range; layout ops have
 consistent attributes; each ``fuser.store`` writes a value of the
 destination's exact type into a function argument or a ``fuser.empty``, at
@@ -260,15 +261,28 @@ _BY_NAME = {
 }
 
 
-def verify_value_types(op: ir.Operation) -> None:
-    """Every operand and result is a ranked tensor or a scalar of the fuser element types."""
-    for what, values in (("operand", op.operands), ("result", op.results)):
-        for index, value in enumerate(values):
-            t = value.type
+def _check_value_types(groups) -> None:
+    """Each type of ``groups`` (pairs of a word and the types it names:
+    ``("operand", [...])``) is a ranked tensor or a scalar of the fuser
+    element types."""
+    for what, types in groups:
+        for index, t in enumerate(types):
             if T.is_tensor(t) and T.element_name(t) not in T.ELEMENT_TYPES:
                 raise _Invalid(f"{what} {index} has element type {T.element_name(t)}, which is not one of {', '.join(T.ELEMENT_TYPES)}")
             if not T.is_tensor(t) and str(t) not in T.ELEMENT_TYPES:
                 raise _Invalid(f"{what} {index} has type {t}, which is neither a ranked tensor nor a scalar of {', '.join(T.ELEMENT_TYPES)}")
+
+
+def verify_value_types(op: ir.Operation) -> None:
+    """Every operand and result is a ranked tensor or a scalar of the fuser element types."""
+    _check_value_types([("operand", [v.type for v in op.operands]), ("result", [v.type for v in op.results])])
+
+
+def verify_signature(func: ir.Operation) -> None:
+    """So is every argument and result of a function that holds fuser ops:
+    an argument no op reads still has a buffer the lowerings bind."""
+    signature = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    _check_value_types([("argument", signature.inputs), ("result", signature.results)])
 
 
 def verify_op(op: ir.Operation) -> None:
@@ -285,13 +299,16 @@ def verify_op(op: ir.Operation) -> None:
 
 
 def verify_function(func: ir.Operation, errors: list[tuple[ir.Operation, str]]) -> None:
-    """Check every fuser op in one function and that buffers are written once."""
+    """Check every fuser op in one function, that buffers are written once,
+    and, where it holds fuser ops, the function's signature."""
     written: dict[ir.Value, ir.Operation] = {}
+    holds_fuser_ops = False
     for block in func.regions[0].blocks:
         for op in block.operations:
             op = op.operation
             if O.short_name(op.name) is None:
                 continue
+            holds_fuser_ops = True
             try:
                 verify_op(op)
             except _Invalid as err:
@@ -303,6 +320,12 @@ def verify_function(func: ir.Operation, errors: list[tuple[ir.Operation, str]]) 
             if dest in written:
                 errors.append((op, f"destination {dest.get_name()} is already written by an earlier 'fuser.store'; each buffer holds one output"))
             written[dest] = op
+    if not holds_fuser_ops:
+        return
+    try:
+        verify_signature(func)
+    except _Invalid as err:
+        errors.append((func, str(err)))
 
 
 @dataclass

@@ -317,6 +317,7 @@ func.func @cast_shape(%a: tensor<?x4xf32>) -> tensor<?x8xf16> {
 
 // A cast converts between the supported element types only.
 // CHECK-LABEL: error: 'fuser.cast' op result 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'func.func' op result 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
 func.func @cast_elem_type(%a: tensor<?x4xf32>) -> tensor<?x4xi8> {
   %0 = "fuser.cast"(%a) : (tensor<?x4xf32>) -> tensor<?x4xi8>
   return %0 : tensor<?x4xi8>
@@ -329,6 +330,7 @@ func.func @cast_elem_type(%a: tensor<?x4xf32>) -> tensor<?x4xi8> {
 // CHECK-LABEL: error: 'fuser.neg' op operand 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
 // CHECK:       error: 'fuser.store' op operand 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
 // CHECK:       error: 'fuser.add' op operand 0 has type i16, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'func.func' op argument 0 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
 func.func @other_elem_types(%a: tensor<i8>, %s: i16, %out: tensor<i8>) -> (tensor<i8>, i16) {
   %0 = "fuser.neg"(%a) : (tensor<i8>) -> tensor<i8>
   %1 = "fuser.store"(%0, %out) : (tensor<i8>, tensor<i8>) -> tensor<i8>
@@ -341,10 +343,33 @@ func.func @other_elem_types(%a: tensor<i8>, %s: i16, %out: tensor<i8>) -> (tenso
 // Values are ranked tensors or scalars: not memrefs, vectors or indices.
 // CHECK-LABEL: error: 'fuser.exp' op operand 0 has type memref<4xf32>, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
 // CHECK:       error: 'fuser.size' op result 0 has type index, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+// CHECK:       error: 'func.func' op argument 0 has type memref<4xf32>, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
 func.func @other_types(%a: memref<4xf32>, %t: tensor<?xf32>) -> (memref<4xf32>, index) {
   %0 = "fuser.exp"(%a) : (memref<4xf32>) -> memref<4xf32>
   %1 = "fuser.size"(%t) {dim = 0 : i64} : (tensor<?xf32>) -> index
   return %0, %1 : memref<4xf32>, index
+}
+
+// -----
+
+// A function that holds fuser ops takes and returns the same types, also an
+// argument no op reads: the lowerings bind a buffer to each. One message a
+// function, for its first such type.
+// CHECK-LABEL: error: 'func.func' op argument 1 has element type i8, which is not one of f16, bf16, f32, f64, i32, i64, i1
+func.func @unread_argument(%a: tensor<f32>, %b: tensor<i8>, %c: vector<4xf32>, %out: tensor<f32>) -> tensor<f32>
+    attributes {fuser.num_inputs = 3 : i64} {
+  %0 = "fuser.neg"(%a) : (tensor<f32>) -> tensor<f32>
+  %1 = "fuser.store"(%0, %out) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: error: 'func.func' op result 1 has type index, which is neither a ranked tensor nor a scalar of f16, bf16, f32, f64, i32, i64, i1
+func.func @index_result(%a: tensor<?xf32>) -> (tensor<?xf32>, index) {
+  %0 = "fuser.exp"(%a) : (tensor<?xf32>) -> tensor<?xf32>
+  %c = arith.constant 0 : index
+  return %0, %c : tensor<?xf32>, index
 }
 
 // -----

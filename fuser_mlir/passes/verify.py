@@ -5,11 +5,11 @@ Effect: changes nothing; emits one error per broken invariant at the op's
 location and fails. The rules are listed in ``dialect/README.md``: every
 operand and result is a ranked tensor or a scalar of the seven element
 types, and so is every argument and result of a function that holds fuser
-ops (reported on the ``func.func``); pointwise operands agree in rank, sizes (a static 1 broadcasts) and
-element type; reductions name each dim once and in range; layout ops have
-consistent attributes; each ``fuser.store`` writes a value of the
-destination's exact type into a function argument or a ``fuser.empty``, at
-most once per buffer.
+ops (reported on the ``func.func``); pointwise operands agree in rank,
+sizes (a static 1 broadcasts) and element type; reductions name each dim
+once and in range; layout ops have consistent attributes; each
+``fuser.store`` writes a value of the destination's exact type into a
+function argument or a ``fuser.empty``, at most once per buffer.
 
     "fuser.add"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
     ==> error: 'fuser.add' op operand 1 has shape [5], which does not

@@ -206,6 +206,7 @@ LAYOUTS = ("row-major", "row-major", "permuted", "strided", "offset")
 #: (the two mid ones reach the 4- and 8-byte vector classes: sweep55/fuzz.py's
 #: OFFSETS=mid and test_random_layouts.py's mid-offset test).
 OFFSETS = {"offset": 1, "offset by 2": 2, "offset by 3": 3}
+MID_OFFSETS = tuple(name for name, elements in OFFSETS.items() if elements > 1)
 
 
 def large_shapes(fd, rng, max_elements: int) -> list[tuple[int, ...]] | None:
@@ -226,8 +227,8 @@ def placed(array: np.ndarray, layout: str, device: str, order=None):
     """``array``'s values on ``device`` laid out: ``row-major``; ``permuted``,
     its dims in memory in ``order``; ``strided``, every other element of a
     buffer twice as wide; ``offset``, dense from one element past an aligned
-    start (no vector access; ``offset by 2`` and ``by 3`` likewise, see
-    OFFSETS). Arrays of too few dims or elements row-major."""
+    start (no vector access; ``offset by 2`` and ``by 3``, from two and three
+    elements past it: OFFSETS). Arrays of too few dims or elements row-major."""
     if layout == "permuted" and array.ndim >= 2:
         return to_device(np.ascontiguousarray(array.transpose(order)), device).transpose(tuple(np.argsort(order)))
     if layout == "strided" and array.ndim >= 1:

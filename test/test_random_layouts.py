@@ -23,7 +23,7 @@ from devices import assert_unchanged, to_host
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from random_programs import (
-    ALL_DTYPES, LAYOUTS, SHAPES, assert_matches_reference, derandomized, large_shapes, placed, poison, random_fusion, random_input, step,
+    ALL_DTYPES, LAYOUTS, MID_OFFSETS, SHAPES, assert_matches_reference, derandomized, large_shapes, placed, poison, random_fusion, random_input, step,
 )
 from reference import evaluate, visible_then_written
 
@@ -32,8 +32,7 @@ MAX_ELEMENTS = 1 << 20
 
 #: How the inputs and the given outputs of each test are laid out (:func:`placed`; "new": not given).
 INPUT_LAYOUTS, OUTPUT_LAYOUTS = LAYOUTS, ("new", "row-major", "permuted")
-MID_INPUT_LAYOUTS = ("row-major", "offset by 2", "offset by 3")
-MID_OUTPUT_LAYOUTS = ("new", "offset by 2", "offset by 3")
+MID_INPUT_LAYOUTS, MID_OUTPUT_LAYOUTS = ("row-major", *MID_OFFSETS), ("new", *MID_OFFSETS)
 
 FUSIONS = given(
     shapes=SHAPES, dtypes=st.lists(ALL_DTYPES, min_size=3, max_size=3), steps=st.lists(step(ALL_DTYPES), min_size=1, max_size=7),

@@ -46,7 +46,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import UnsatisfiedAssumption  # noqa: E402
 from random_programs import (  # noqa: E402
-    ALL_DTYPES, KINDS, LARGE_SIZES, LAYOUTS, ROW_PROGRAMS, SHAPES, WIDE_KIND_NAMES, assert_matches_reference, large_shapes, placed, poison, random_fusion, random_input,
+    ALL_DTYPES, KINDS, LARGE_SIZES, LAYOUTS, MID_OFFSETS, ROW_PROGRAMS, SHAPES, WIDE_KIND_NAMES, assert_matches_reference, large_shapes, placed, poison, random_fusion, random_input,
     row_inputs, row_program, step,
 )
 from reference import evaluate, visible_then_written  # noqa: E402
@@ -58,9 +58,9 @@ OUT = open(sys.argv[4], "a") if len(sys.argv) > 4 else sys.stdout
 END = time.monotonic() + SECONDS
 DEADLINE = [END - SECONDS / 2]  # the random fusions' search, then the row programs' until END
 STEP_KINDS = st.sampled_from(WIDE_KIND_NAMES) if os.environ.get("KINDS") == "wide" else KINDS
-MID_OFFSETS = ("offset by 2", "offset by 3") if os.environ.get("OFFSETS") == "mid" else ()
-INPUT_LAYOUTS = LAYOUTS + MID_OFFSETS
-OUTPUT_LAYOUTS = ("new", "new", "row-major", "permuted") + MID_OFFSETS
+EXTRA_LAYOUTS = MID_OFFSETS if os.environ.get("OFFSETS") == "mid" else ()
+INPUT_LAYOUTS = LAYOUTS + EXTRA_LAYOUTS
+OUTPUT_LAYOUTS = ("new", "new", "row-major", "permuted") + EXTRA_LAYOUTS
 counts = {"programs": 0, "calls": 0, "mismatches": 0, "on the CPU too": 0, "errors": 0}
 
 

@@ -10,10 +10,16 @@ that the GPU's large schedules (tiles, cached and staged rows, outer
 splits) meet the alias hazards the passes resolve. Each fusion runs under
 every hazard policy, twice on one executor (the second a cache hit), and
 each output and input is checked as the suite checks it. Mismatches and
-exceptions go to OUT (default stdout). A search, not a test.
+exceptions go to OUT (default stdout). A search, not a test. With
+OFFSETS=mid in the environment (from sweep 67 on), every array the search
+puts on the device (inputs, among them those updated in place, and given
+outputs) starts 2 or 3 elements past an aligned start, drawn for each array
+(random_programs.MID_OFFSETS: the 4- and 8-byte vector classes).
 """
 
 import dataclasses
+import os
+import random
 import sys
 import time
 import traceback
@@ -26,10 +32,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fuzz  # noqa: E402  (the command line, OUT, and run)
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+import test_inplace_random  # noqa: E402
+from random_programs import MID_OFFSETS, OFFSETS, past_aligned_start  # noqa: E402
 from test_inplace_random import check_every_policy, recipes  # noqa: E402
 
 SIZES, MAX_ELEMENTS = fuzz.LARGE_SIZES, fuzz.MAX_ELEMENTS
 counts = {"fusions": 0, "failures": 0}
+
+if os.environ.get("OFFSETS") == "mid":
+    offsets = random.Random(fuzz.SEED)
+
+    def to_device_past_an_aligned_start(array, device):
+        """test_inplace_random's to_device, each array 2 or 3 elements past an aligned start."""
+        return past_aligned_start(array, OFFSETS[offsets.choice(MID_OFFSETS)], device)
+
+    test_inplace_random.to_device = to_device_past_an_aligned_start
 
 
 @st.composite

@@ -33,7 +33,7 @@ import fuzz  # noqa: E402  (the command line, OUT, and run)
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 import test_inplace_random  # noqa: E402
-from random_programs import MID_OFFSETS, OFFSETS, past_aligned_start  # noqa: E402
+from random_programs import MID_OFFSETS, placed  # noqa: E402
 from test_inplace_random import check_every_policy, recipes  # noqa: E402
 
 SIZES, MAX_ELEMENTS = fuzz.LARGE_SIZES, fuzz.MAX_ELEMENTS
@@ -44,7 +44,7 @@ if os.environ.get("OFFSETS") == "mid":
 
     def to_device_past_an_aligned_start(array, device):
         """test_inplace_random's to_device, each array 2 or 3 elements past an aligned start."""
-        return past_aligned_start(array, OFFSETS[offsets.choice(MID_OFFSETS)], device)
+        return placed(array, offsets.choice(MID_OFFSETS), device)
 
     test_inplace_random.to_device = to_device_past_an_aligned_start
 

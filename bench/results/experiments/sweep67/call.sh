@@ -10,13 +10,13 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   exit
 fi
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $COMMIT"; date; } > $OUT/gpu.txt 2>&1
-seconds=${SECONDS_EACH:-300}
-for k in $(seq 0 $((${WORKERS:-12} - 1))); do
-  if [ $((k % 2)) = 0 ]; then search=inplace_fuzz; kinds=; else search=fuzz; kinds=wide; fi
-  KINDS=$kinds OFFSETS=mid FUSER_CACHE=0 timeout $((seconds + 90)) python3 -u bench/results/experiments/sweep55/$search.py \
+seconds=${SECONDS_EACH:-300} workers=$(seq 0 $((${WORKERS:-12} - 1)))
+for k in $workers; do
+  search=fuzz; [ $((k % 2)) = 0 ] && search=inplace_fuzz  # inplace_fuzz.py reads no KINDS
+  KINDS=wide OFFSETS=mid FUSER_CACHE=0 timeout $((seconds + 90)) python3 -u bench/results/experiments/sweep55/$search.py \
     cuda $((SEED0 + k)) "$seconds" /tmp/fuzz-$k.txt > /tmp/fuzz-$k.log 2>&1 &
 done
 wait
-for k in $(seq 0 $((${WORKERS:-12} - 1))); do echo "== worker $k: $(tail -n 1 /tmp/fuzz-$k.log)"; done > $OUT/summary.txt
+for k in $workers; do echo "== worker $k: $(tail -n 1 /tmp/fuzz-$k.log)"; done > $OUT/summary.txt
 cat /tmp/fuzz-*.txt > $OUT/fuzz.txt 2>/dev/null
 date >> $OUT/gpu.txt

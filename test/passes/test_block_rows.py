@@ -4,14 +4,16 @@ Segments whose loop nests share a buffer (a row softmax, a layer norm, two
 outputs of one input) run block by block of rows (of dim 1 within each index
 of dim 0 where that index alone is larger than a block). Each case runs with
 blocks of one row (``block-bytes=1``) and of a few rows, on row counts that
-leave a short last block, against the float64 reference (outputs poisoned with NaN,
-inputs checked unchanged), and is the same to the bit as the pipeline's
-without the pass (``block-bytes=0``): blocking changes which rows a call
-sees, never the arithmetic of an element. In a block whose exp values take
-at most ``KEEP_BYTES``, a softmax computes ``exp`` once an element
-(``fuser-share-call-results``) rather than twice, in the sum's loop; its
-values are the same bits in any loop (a libm function has one vector
-variant, fuser_mlir/lowering/vector_library.py), so the results are too.
+leave a short last block (one compiled kernel for all but the count of 1,
+whose size-1 dim is a key of its own), against the float64 reference
+(outputs poisoned with NaN, inputs checked unchanged), and is the same to
+the bit as the pipeline's without the pass (``block-bytes=0``): blocking
+changes which rows a call sees, never the arithmetic of an element. In a
+block whose exp values take at most ``KEEP_BYTES``, a softmax computes
+``exp`` once an element (``fuser-share-call-results``) rather than twice, in
+the sum's loop; its values are the same bits in any loop (a libm function
+has one vector variant, fuser_mlir/lowering/vector_library.py), so the
+results are too.
 
 Two random tests (Hypothesis, derandomized, no shrinking) compile random
 fusions with and without blocks, libm's vector variants on (the host's),
@@ -94,8 +96,6 @@ def with_block_bytes(monkeypatch, block_bytes: int):
 def test_blocks_of_rows_match_the_reference_and_the_unblocked_bits(build, dtype, block_bytes, monkeypatch):
     monkeypatch.setenv("FUSER_CACHE", "0")  # kernels of other block sizes must not reach the cache
     rng = np.random.default_rng()
-    # one fusion of each kind for every row count: a kernel compiled for one count runs the others (a count of 1
-    # is a broadcast dim, so its own key)
     fd, whole = (fusion(build, DTYPES[dtype], CASES[build](1)) for _ in range(2))
     for rows in ROWS:
         shapes = CASES[build](rows)

@@ -346,10 +346,12 @@ def random_inputs(fd: FusionDefinition, recipe: Recipe) -> list[np.ndarray]:
     return arrays
 
 
-def given_outputs(fd: FusionDefinition, recipe: Recipe, inputs: list, expected: list[np.ndarray], device: str = "cpu"):
-    """``outputs=`` for one run: NaN buffers (contiguous or strided) on
-    ``device`` for some visible outputs; a visible aliased output gets its
-    input's own buffer."""
+def given_outputs(
+    fd: FusionDefinition, recipe: Recipe, inputs: list, expected: list[np.ndarray], device: str = "cpu", place=to_device,
+):
+    """``outputs=`` for one run: NaN buffers (contiguous or strided) put on
+    ``device`` by ``place`` for some visible outputs; a visible aliased
+    output gets its input's own buffer."""
     if not recipe.poison:
         return None
     visible = [(spec, ref) for spec, ref in zip(fd.outputs, expected) if spec.visible]
@@ -361,10 +363,10 @@ def given_outputs(fd: FusionDefinition, recipe: Recipe, inputs: list, expected: 
         elif spec.alias_input is not None:
             buffers.append(inputs[spec.alias_input])
         elif choice == 2 and ref.ndim > 0:
-            wide = to_device(np.full(ref.shape[:-1] + (2 * ref.shape[-1],), np.nan, spec.dtype.numpy), device)
+            wide = place(np.full(ref.shape[:-1] + (2 * ref.shape[-1],), np.nan, spec.dtype.numpy), device)
             buffers.append(wide[(slice(None),) * (ref.ndim - 1) + (slice(None, None, 2),)])  # DeviceArrays take no Ellipsis
         else:
-            buffers.append(to_device(np.full(ref.shape, np.nan, spec.dtype.numpy), device))
+            buffers.append(place(np.full(ref.shape, np.nan, spec.dtype.numpy), device))
     return buffers
 
 
@@ -376,11 +378,13 @@ def assert_close(got: np.ndarray, want: np.ndarray, float32: bool, scale: float,
 
 def run_and_check(
     fd, policy: str, inputs, expected, float32: list[bool], scale: float, recipe: Recipe, device: str = "cpu", executor=None,
+    place=to_device,
 ) -> None:
-    """Run under ``policy`` on copies of ``inputs`` on ``device`` (with
-    ``executor``, else a new FusionExecutorCache) and check every output and input."""
-    args = [to_device(a.copy(), device) for a in inputs]
-    outputs = given_outputs(fd, recipe, args, expected, device)
+    """Run under ``policy`` on copies of ``inputs`` put on ``device`` by
+    ``place``, as are given outputs (with ``executor``, else a new
+    FusionExecutorCache) and check every output and input."""
+    args = [place(a.copy(), device) for a in inputs]
+    outputs = given_outputs(fd, recipe, args, expected, device, place)
     try:
         outs = (executor or FusionExecutorCache(fd, hazard_policy=policy)).run(args, outputs=outputs)
     except CompileError as err:
@@ -410,9 +414,11 @@ def run_and_check(
             assert_unchanged(arg, entry, f"policy={policy}: input {k} is not aliased but changed")
 
 
-def check_every_policy(recipe: Recipe, device: str, runs: int = 1, large: bool = False) -> None:
+def check_every_policy(recipe: Recipe, device: str, runs: int = 1, large: bool = False, place=to_device) -> None:
     """The recipe's fusion under every policy on ``device``, against the SSA
-    reference (``runs`` times on one executor a policy). ``large``: sizes
+    reference (``runs`` times on one executor a policy); ``place(array,
+    device)`` puts each input and given output there (the search's mid
+    offsets: sweep55/inplace_fuzz.py). ``large``: sizes
     past the suite's (bench/results/experiments/sweep55/inplace_fuzz.py),
     where a float32 sum of n elements that cancel to near 0 is off by about
     sqrt(n) roundings of its terms (NumPy's own float32 sum too): the
@@ -431,7 +437,7 @@ def check_every_policy(recipe: Recipe, device: str, runs: int = 1, large: bool =
         for policy in POLICIES:
             executor = FusionExecutorCache(fd, hazard_policy=policy)
             for _ in range(runs):
-                run_and_check(fd, policy, inputs, expected, float32, scale, recipe, device, executor)
+                run_and_check(fd, policy, inputs, expected, float32, scale, recipe, device, executor, place)
 
 
 RANDOM_SETTINGS = dict(

@@ -32,21 +32,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fuzz  # noqa: E402  (the command line, OUT, and run)
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-import test_inplace_random  # noqa: E402
+from devices import to_device  # noqa: E402
 from random_programs import MID_OFFSETS, placed  # noqa: E402
 from test_inplace_random import check_every_policy, recipes  # noqa: E402
 
 SIZES, MAX_ELEMENTS = fuzz.LARGE_SIZES, fuzz.MAX_ELEMENTS
 counts = {"fusions": 0, "failures": 0}
 
-if os.environ.get("OFFSETS") == "mid":
-    offsets = random.Random(fuzz.SEED)
+offsets = random.Random(fuzz.SEED)
 
-    def to_device_past_an_aligned_start(array, device):
-        """test_inplace_random's to_device, each array 2 or 3 elements past an aligned start."""
-        return placed(array, offsets.choice(MID_OFFSETS), device)
 
-    test_inplace_random.to_device = to_device_past_an_aligned_start
+def past_an_aligned_start(array, device):
+    """``array`` on ``device``, 2 or 3 elements past an aligned start."""
+    return placed(array, offsets.choice(MID_OFFSETS), device)
+
+
+PLACE = past_an_aligned_start if os.environ.get("OFFSETS") == "mid" else to_device
 
 
 @st.composite
@@ -71,7 +72,7 @@ def search(recipe):
         raise KeyboardInterrupt
     counts["fusions"] += 1
     try:
-        check_every_policy(recipe, fuzz.DEVICE, runs=2, large=True)
+        check_every_policy(recipe, fuzz.DEVICE, runs=2, large=True, place=PLACE)
     except Exception:
         counts["failures"] += 1
         print(f"== FAILURE {recipe!r}\n{traceback.format_exc()[-2500:]}", file=fuzz.OUT, flush=True)
